@@ -1,0 +1,5 @@
+module github.com/wspec/wspec
+
+go 1.25
+
+require github.com/klauspost/compress v1.20.4 // indirect

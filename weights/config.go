@@ -1,0 +1,32 @@
+// Package weights reads model checkpoints (safetensors, Hugging Face config.json,
+// tokenizer.json) and converts other layouts into them. It imports nothing of wspec's.
+package weights
+
+// Config is the architecture of a Llama-family decoder, read from a Hugging Face
+// config.json (model_type llama, mistral or qwen2).
+type Config struct {
+	Arch        string  // model_type: "llama", "mistral", "qwen2"
+	Dim         int     // hidden_size
+	HiddenDim   int     // intermediate_size (SwiGLU width)
+	NLayers     int     // num_hidden_layers
+	NHeads      int     // num_attention_heads
+	NKVHeads    int     // num_key_value_heads (== NHeads without grouped-query attention)
+	HeadDim     int     // head_dim, or Dim / NHeads
+	Vocab       int     // vocab_size
+	MaxSeq      int     // max_position_embeddings
+	RopeTheta   float64 // rope_theta (10000 when absent)
+	RopeScaling *RopeScaling
+	RMSEps      float64 // rms_norm_eps
+	TieEmbed    bool    // tie_word_embeddings: the LM head is the token embedding
+	AttnBias    bool    // q/k/v projections carry biases (qwen2, or attention_bias: true)
+	BOS         int     // bos_token_id (-1 when absent)
+	EOS         []int   // eos_token_id(s), from config.json and generation_config.json
+}
+
+// RopeScaling is Llama-3 style frequency scaling (rope_scaling.rope_type == "llama3").
+type RopeScaling struct {
+	Factor         float64 // factor
+	LowFreqFactor  float64 // low_freq_factor
+	HighFreqFactor float64 // high_freq_factor
+	OriginalMaxPos int     // original_max_position_embeddings
+}
