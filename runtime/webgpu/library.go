@@ -111,11 +111,28 @@ func Load(path string) error {
 	var errBuf [1024]C.char
 	var genBuf [128]C.char
 	rc := C.wspec_load(cpath, &errBuf[0], C.size_t(len(errBuf)), &genBuf[0], C.size_t(len(genBuf)))
-	msg := C.GoString(&errBuf[0])
+	if err := loadError(rc, path, C.GoString(&errBuf[0])); err != nil {
+		return err
+	}
+	loadedPath = path
+	generation = C.GoString(&genBuf[0])
+	return nil
+}
+
+// Probe opens the library at path, reports its Dawn generation and closes it again; an
+// unknown generation or a file that is no loadable library is an error.
+func Probe(path string) (string, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var errBuf [1024]C.char
+	var genBuf [128]C.char
+	rc := C.wspec_probe(cpath, &errBuf[0], C.size_t(len(errBuf)), &genBuf[0], C.size_t(len(genBuf)))
+	return C.GoString(&genBuf[0]), loadError(rc, path, C.GoString(&errBuf[0]))
+}
+
+func loadError(rc C.int, path, msg string) error {
 	switch rc {
 	case 0:
-		loadedPath = path
-		generation = C.GoString(&genBuf[0])
 		return nil
 	case 2:
 		return fmt.Errorf("%w: %s: %s", ErrUnknownGeneration, path, msg)

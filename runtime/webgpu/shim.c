@@ -17,6 +17,30 @@ static void *lib_handle;
 
 int wspec_loaded(void) { return lib_handle != NULL; }
 
+// check_generation: the struct layouts in abi.h are only right for one Dawn generation.
+static int check_generation(void *h, char *err, size_t errlen, char *generation, size_t genlen) {
+  int has_caps = dlsym(h, "wgpuGetInstanceCapabilities") != NULL;
+  int has_feats = dlsym(h, "wgpuGetInstanceFeatures") != NULL;
+  if (has_caps && !has_feats) {
+    snprintf(generation, genlen, "dawn-2025-06 (wgpuGetInstanceCapabilities)");
+    return 0;
+  }
+  snprintf(generation, genlen, "%s", has_feats ? "newer (wgpuGetInstanceFeatures)" : "unknown (no wgpuGetInstance* symbol)");
+  snprintf(err, errlen, "unknown Dawn generation: %s; wspec is built for the Dawn of 2025-06 that exports wgpuGetInstanceCapabilities", generation);
+  return 2;
+}
+
+int wspec_probe(const char *path, char *err, size_t errlen, char *generation, size_t genlen) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(err, errlen, "%s", dlerror());
+    return 1;
+  }
+  int rc = check_generation(h, err, errlen, generation, genlen);
+  dlclose(h);
+  return rc;
+}
+
 int wspec_load(const char *path, char *err, size_t errlen, char *generation, size_t genlen) {
   if (lib_handle) return 0;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -24,14 +48,7 @@ int wspec_load(const char *path, char *err, size_t errlen, char *generation, siz
     snprintf(err, errlen, "%s", dlerror());
     return 1;
   }
-  // Generation check first: the struct layouts in abi.h are only right for this one.
-  int has_caps = dlsym(h, "wgpuGetInstanceCapabilities") != NULL;
-  int has_feats = dlsym(h, "wgpuGetInstanceFeatures") != NULL;
-  if (has_caps && !has_feats) {
-    snprintf(generation, genlen, "dawn-2025-06 (wgpuGetInstanceCapabilities)");
-  } else {
-    snprintf(generation, genlen, "%s", has_feats ? "newer (wgpuGetInstanceFeatures)" : "unknown (no wgpuGetInstance* symbol)");
-    snprintf(err, errlen, "unknown Dawn generation: %s; wspec is built for the Dawn of 2025-06 that exports wgpuGetInstanceCapabilities", generation);
+  if (check_generation(h, err, errlen, generation, genlen)) {
     dlclose(h);
     return 2;
   }

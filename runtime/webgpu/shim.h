@@ -71,6 +71,8 @@ WSPEC_FUNCS(WSPEC_DECL_X, WSPEC_DECL_V)
 // otherwise it writes the reason into err. generation receives the Dawn generation found.
 int wspec_load(const char *path, char *err, size_t errlen, char *generation, size_t genlen);
 int wspec_loaded(void);
+// wspec_probe opens path, checks its generation and closes it again (0: usable).
+int wspec_probe(const char *path, char *err, size_t errlen, char *generation, size_t genlen);
 
 // Results that callbacks write. done becomes 1 when the callback has run.
 typedef struct wspec_request {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +108,54 @@ func TestMissingLibraryErrors(t *testing.T) {
 	_, err := FindLibrary()
 	if !errors.Is(err, ErrLibraryNotFound) || !strings.Contains(err.Error(), "setup.sh") {
 		t.Fatalf("want ErrLibraryNotFound naming setup.sh, got %v", err)
+	}
+}
+
+// fakeLibrary compiles a shared library exporting the given symbols.
+func fakeLibrary(t *testing.T, symbols ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var src strings.Builder
+	for _, s := range symbols {
+		src.WriteString("void " + s + "(void) {}\n")
+	}
+	c := filepath.Join(dir, "fake.c")
+	so := filepath.Join(dir, "libfake.so")
+	if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cc", "-shared", "-fPIC", "-o", so, c).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return so
+}
+
+func TestUnknownGenerationRefused(t *testing.T) {
+	newer := fakeLibrary(t, "wgpuGetInstanceFeatures", "wgpuCreateInstance")
+	if _, err := Probe(newer); !errors.Is(err, ErrUnknownGeneration) || !strings.Contains(err.Error(), "wgpuGetInstanceFeatures") {
+		t.Fatalf("newer Dawn: want ErrUnknownGeneration, got %v", err)
+	}
+	none := fakeLibrary(t, "somethingElse")
+	if _, err := Probe(none); !errors.Is(err, ErrUnknownGeneration) {
+		t.Fatalf("no wgpu symbols: want ErrUnknownGeneration, got %v", err)
+	}
+	path, err := FindLibrary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := Probe(path)
+	if err != nil || !strings.HasPrefix(gen, "dawn-2025-06") {
+		t.Fatalf("pinned build: generation %q, err %v", gen, err)
+	}
+}
+
+func TestWrongLibraryPathErrors(t *testing.T) {
+	notELF := filepath.Join(t.TempDir(), "junk.so")
+	os.WriteFile(notELF, []byte("not a library"), 0o644)
+	if _, err := Probe(notELF); !errors.Is(err, ErrLibraryLoad) {
+		t.Fatalf("junk file: want ErrLibraryLoad, got %v", err)
+	}
+	if _, err := Probe(notELF + ".missing"); !errors.Is(err, ErrLibraryLoad) {
+		t.Fatalf("missing file: want ErrLibraryLoad, got %v", err)
 	}
 }
