@@ -1,0 +1,29 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/wspec/wspec/wgsl"
+)
+
+// TestKernelsCompile compiles every kernel in every weight type with every fusion switch on.
+func TestKernelsCompile(t *testing.T) {
+	d := testDevice(t)
+	all := map[string]Overrides{
+		"matvec":  {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1},
+		"matmul":  {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1},
+		"rope_kv": {"LLAMA3": 1},
+	}
+	for _, k := range wgsl.Kernels() {
+		for _, wt := range []wgsl.WeightType{wgsl.F32, wgsl.F16} {
+			if _, err := d.Pipeline(k, wt, nil); err != nil {
+				t.Errorf("%s/%v: %v", k, wt, err)
+			}
+			if o, ok := all[k]; ok {
+				if _, err := d.Pipeline(k, wt, o); err != nil {
+					t.Errorf("%s/%v %v: %v", k, wt, o, err)
+				}
+			}
+		}
+	}
+}

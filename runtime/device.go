@@ -1,0 +1,233 @@
+// Package runtime runs wspec's WGSL kernels on a WebGPU device: device choice, the pipeline
+// cache, buffers, the recorded kernel programs, the paged KV cache and the model forward pass.
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// AdapterChoice selects an adapter: "" (the first), an index ("1"), a backend ("vulkan") or
+// an adapter type ("cpu", "discrete-gpu", "integrated-gpu").
+type AdapterChoice string
+
+// ErrNoSuchAdapter is returned when no adapter matches an AdapterChoice.
+var ErrNoSuchAdapter = errors.New("no adapter matches")
+
+// ListAdapters returns every adapter the machine offers.
+func ListAdapters() ([]*webgpu.Adapter, error) {
+	in, err := webgpu.NewInstance()
+	if err != nil {
+		return nil, err
+	}
+	return in.Adapters()
+}
+
+// PickAdapter returns the adapters matching choice.
+func PickAdapter(all []*webgpu.Adapter, choice AdapterChoice) ([]*webgpu.Adapter, error) {
+	c := strings.ToLower(strings.TrimSpace(string(choice)))
+	if c == "" || c == "all" {
+		return all, nil
+	}
+	if i, err := strconv.Atoi(c); err == nil {
+		if i < 0 || i >= len(all) {
+			return nil, fmt.Errorf("%w: index %d (there are %d adapters; see `wspec devices`)", ErrNoSuchAdapter, i, len(all))
+		}
+		return all[i : i+1], nil
+	}
+	var out []*webgpu.Adapter
+	for _, a := range all {
+		if a.Info.BackendName == c || a.Info.TypeName == c {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w %q (want an index, a backend or a type; see `wspec devices`)", ErrNoSuchAdapter, choice)
+	}
+	return out, nil
+}
+
+// Device is a WebGPU device with wspec's pipeline cache.
+type Device struct {
+	*webgpu.Device
+	pipelines map[string]*webgpu.ComputePipeline
+	modules   map[string]*webgpu.ShaderModule
+}
+
+// OpenDevice opens the first adapter matching choice.
+func OpenDevice(choice AdapterChoice) (*Device, error) {
+	all, err := ListAdapters()
+	if err != nil {
+		return nil, err
+	}
+	ads, err := PickAdapter(all, choice)
+	if err != nil {
+		return nil, err
+	}
+	return NewDevice(ads[0])
+}
+
+// NewDevice opens a device on adapter a.
+func NewDevice(a *webgpu.Adapter) (*Device, error) {
+	d, err := a.RequestDevice()
+	if err != nil {
+		return nil, err
+	}
+	return &Device{Device: d, pipelines: map[string]*webgpu.ComputePipeline{}, modules: map[string]*webgpu.ShaderModule{}}, nil
+}
+
+// Overrides are a kernel's WGSL override constants (workgroup sizes, fusion switches).
+type Overrides map[string]float64
+
+func (o Overrides) key() string {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, ",%s=%g", k, o[k])
+	}
+	return b.String()
+}
+
+// Pipeline returns the compute pipeline of kernel in weight type wt with overrides, compiling
+// it on first use. The key is (kernel, variant, overrides): shapes never enter it.
+func (d *Device) Pipeline(kernel string, wt wgsl.WeightType, o Overrides) (*webgpu.ComputePipeline, error) {
+	key := kernel + "/" + wt.String() + o.key()
+	if p, ok := d.pipelines[key]; ok {
+		return p, nil
+	}
+	if wt == wgsl.F16 && !d.HasF16 {
+		return nil, fmt.Errorf("kernel %s: f16 weights need the shader-f16 feature, which %s lacks", kernel, d.Adapter.Info.Name())
+	}
+	mkey := kernel + "/" + wt.String()
+	m, ok := d.modules[mkey]
+	if !ok {
+		src, err := wgsl.Source(kernel, wt)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = d.CreateShaderModule(kernel, src); err != nil {
+			return nil, err
+		}
+		d.modules[mkey] = m
+	}
+	p, err := d.CreateComputePipeline(m, key, o)
+	if err != nil {
+		return nil, err
+	}
+	d.pipelines[key] = p
+	return p, nil
+}
+
+// Storage flags for buffers kernels read and write and the host fills or copies out.
+const storageUsage = webgpu.UsageStorage | webgpu.UsageCopyDst | webgpu.UsageCopySrc
+
+// NewStorage makes a storage buffer of n bytes.
+func (d *Device) NewStorage(label string, n uint64) (*webgpu.Buffer, error) {
+	return d.CreateBuffer(label, n, storageUsage)
+}
+
+// UploadF32 makes a storage buffer holding v.
+func (d *Device) UploadF32(label string, v []float32) (*webgpu.Buffer, error) {
+	b, err := d.NewStorage(label, uint64(4*len(v)))
+	if err != nil {
+		return nil, err
+	}
+	b.Write(0, F32Bytes(v))
+	return b, nil
+}
+
+// UploadBytes makes a storage buffer holding raw (padded to 4 bytes).
+func (d *Device) UploadBytes(label string, raw []byte) (*webgpu.Buffer, error) {
+	b, err := d.NewStorage(label, uint64(len(raw)))
+	if err != nil {
+		return nil, err
+	}
+	if pad := len(raw) % 4; pad != 0 {
+		raw = append(append([]byte{}, raw...), make([]byte, 4-pad)...)
+	}
+	b.Write(0, raw)
+	return b, nil
+}
+
+// NewUniform makes a uniform buffer holding the bytes of a Params block.
+func (d *Device) NewUniform(label string, raw []byte) (*webgpu.Buffer, error) {
+	b, err := d.CreateBuffer(label, uint64(len(raw)), webgpu.UsageUniform|webgpu.UsageCopyDst)
+	if err != nil {
+		return nil, err
+	}
+	b.Write(0, raw)
+	return b, nil
+}
+
+// ReadBuffer copies n bytes of b (at offset 0) back to the host in its own submit.
+func (d *Device) ReadBuffer(b *webgpu.Buffer, n uint64) ([]byte, error) {
+	n = (n + 3) &^ 3
+	st, err := d.CreateBuffer("readback", n, webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Release()
+	e := d.NewEncoder()
+	e.Copy(b, 0, st, 0, n)
+	if err := e.Submit(); err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	return out, st.Read(0, out)
+}
+
+// ReadF32 reads n floats of b.
+func (d *Device) ReadF32(b *webgpu.Buffer, n int) ([]float32, error) {
+	raw, err := d.ReadBuffer(b, uint64(4*n))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out, nil
+}
+
+// ReadU32 reads n uint32 of b.
+func (d *Device) ReadU32(b *webgpu.Buffer, n int) ([]uint32, error) {
+	raw, err := d.ReadBuffer(b, uint64(4*n))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(raw[4*i:])
+	}
+	return out, nil
+}
+
+// F32Bytes is v's little-endian bytes.
+func F32Bytes(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	}
+	return out
+}
+
+// U32Bytes is v's little-endian bytes.
+func U32Bytes(v []uint32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], x)
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+
+	"github.com/wspec/wspec/weights"
+)
+
+// LlamaWeights is a Llama-family decoder (llama, mistral, qwen2) in float32, every matrix
+// in the Hugging Face [out, in] layout. With q = NHeads*HeadDim, kv = NKVHeads*HeadDim
+// and hidden = HiddenDim:
+type LlamaWeights struct {
+	Cfg    weights.Config
+	Embed  []float32 // [vocab, dim] token embedding
+	Layers []LlamaLayer
+	Norm   []float32 // [dim] final RMSNorm weight
+	LMHead []float32 // [vocab, dim] output projection (aliases Embed when tied)
+}
+
+// LlamaLayer is one decoder block's weights (model.layers.N.* in Hugging Face names).
+type LlamaLayer struct {
+	AttnNorm []float32 // [dim]         input_layernorm
+	Wq       []float32 // [q, dim]      self_attn.q_proj
+	Wk       []float32 // [kv, dim]     self_attn.k_proj
+	Wv       []float32 // [kv, dim]     self_attn.v_proj
+	Wo       []float32 // [dim, q]      self_attn.o_proj
+	Bq       []float32 // [q]  or nil   q_proj.bias (Cfg.AttnBias)
+	Bk       []float32 // [kv] or nil   k_proj.bias
+	Bv       []float32 // [kv] or nil   v_proj.bias
+	FFNNorm  []float32 // [dim]         post_attention_layernorm
+	WGate    []float32 // [hidden, dim] mlp.gate_proj
+	WUp      []float32 // [hidden, dim] mlp.up_proj
+	WDown    []float32 // [dim, hidden] mlp.down_proj
+}
+
+// RandomLlama returns weights of shape cfg filled from a seeded normal generator, for
+// tests: linear weights ~ N(0, 1/in) (so activations stay O(1) through the layers),
+// biases ~ N(0, 0.1^2), RMSNorm weights ~ 1 + N(0, 0.1^2), and embeddings ~ N(0, 4/dim)
+// (so that a tied LM head still gives logits of standard deviation about 2: neither
+// uniform nor one-hot). An untied LM head is ~ N(0, 4/dim) too.
+func RandomLlama(cfg weights.Config, seed int64) *LlamaWeights {
+	if cfg.HeadDim == 0 {
+		cfg.HeadDim = cfg.Dim / cfg.NHeads
+	}
+	if cfg.NKVHeads == 0 {
+		cfg.NKVHeads = cfg.NHeads
+	}
+	if cfg.RopeTheta == 0 {
+		cfg.RopeTheta = 10000
+	}
+	if cfg.RMSEps == 0 {
+		cfg.RMSEps = 1e-5
+	}
+	rng := rand.New(rand.NewSource(seed))
+	normal := func(n int, mean, std float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(mean + std*rng.NormFloat64())
+		}
+		return x
+	}
+	dim, hidden := cfg.Dim, cfg.HiddenDim
+	q, kv := cfg.NHeads*cfg.HeadDim, cfg.NKVHeads*cfg.HeadDim
+	linear := func(out, in int) []float32 { return normal(out*in, 0, 1/math.Sqrt(float64(in))) }
+
+	w := &LlamaWeights{Cfg: cfg}
+	w.Embed = normal(cfg.Vocab*dim, 0, 2/math.Sqrt(float64(dim)))
+	for range cfg.NLayers {
+		ly := LlamaLayer{
+			AttnNorm: normal(dim, 1, 0.1),
+			Wq:       linear(q, dim),
+			Wk:       linear(kv, dim),
+			Wv:       linear(kv, dim),
+			Wo:       linear(dim, q),
+			FFNNorm:  normal(dim, 1, 0.1),
+			WGate:    linear(hidden, dim),
+			WUp:      linear(hidden, dim),
+			WDown:    linear(dim, hidden),
+		}
+		if cfg.AttnBias {
+			ly.Bq, ly.Bk, ly.Bv = normal(q, 0, 0.1), normal(kv, 0, 0.1), normal(kv, 0, 0.1)
+		}
+		w.Layers = append(w.Layers, ly)
+	}
+	w.Norm = normal(dim, 1, 0.1)
+	w.LMHead = w.Embed
+	if !cfg.TieEmbed {
+		w.LMHead = normal(cfg.Vocab*dim, 0, 2/math.Sqrt(float64(dim)))
+	}
+	return w
+}
+
+// Forward appends tokens [M] to the sequence at positions n..n+M-1 (n = s.Len()) and
+// runs them through the model together, as Hugging Face LlamaForCausalLM does, each token
+// attending to the cache and to the new tokens up to itself:
+//
+//	x = Embed[tokens]                                            // [M, dim]
+//	for each layer:
+//	    h = RMSNorm(x, AttnNorm)
+//	    q = h Wq^T + Bq;  k = h Wk^T + Bk;  v = h Wv^T + Bv       // [M, nH|nKV, hd]
+//	    RoPE(q), RoPE(k) at their positions; append k, v to the cache
+//	    x = x + Attention(q, cache) Wo^T
+//	    h = RMSNorm(x, FFNNorm)
+//	    x = x + (silu(h WGate^T) * (h WUp^T)) WDown^T
+//	logits = RMSNorm(x, Norm) LMHead^T                           // [M, vocab]
+//
+// It returns logits [M, vocab] for every new token (row m predicts position n+m+1) and
+// hidden [nLayers][M, dim], hidden[l] being the residual stream after layer l, so
+// hidden[nLayers-1] is the input of the final norm (the features EAGLE and Medusa
+// heads read).
+func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32) {
+	w, c := s.w, s.w.Cfg
+	M, dim, hd := len(tokens), c.Dim, c.HeadDim
+	nH, nKV := c.NHeads, c.NKVHeads
+	q, kv := nH*hd, nKV*hd
+	if M == 0 {
+		panic("ref.LlamaState.Forward: no tokens")
+	}
+	pos := make([]int, M) // [M]
+	for m := range pos {
+		pos[m] = s.n + m
+	}
+	T := s.n + M
+
+	x := Embed(w.Embed, tokens, dim) // [M, dim]
+	hidden = make([][]float32, c.NLayers)
+	for l := range w.Layers {
+		ly := &w.Layers[l]
+		h := RMSNorm(x, ly.AttnNorm, M, dim, c.RMSEps) // [M, dim]
+		qm := MatMul(h, ly.Wq, ly.Bq, nil, M, q, dim)  // [M, nH, hd]
+		km := MatMul(h, ly.Wk, ly.Bk, nil, M, kv, dim) // [M, nKV, hd]
+		vm := MatMul(h, ly.Wv, ly.Bv, nil, M, kv, dim) // [M, nKV, hd]
+		Rope(qm, pos, M, nH, hd, s.invFreq)
+		Rope(km, pos, M, nKV, hd, s.invFreq)
+		kCache, vCache := s.appendKV(l, km, vm)                      // [T, nKV, hd]
+		att := Attention(qm, kCache, vCache, pos, M, T, nH, nKV, hd) // [M, nH, hd]
+		x = MatMul(att, ly.Wo, nil, x, M, dim, q)                    // [M, dim]
+
+		h = RMSNorm(x, ly.FFNNorm, M, dim, c.RMSEps)                        // [M, dim]
+		gate := MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim)          // [M, hidden]
+		up := MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)              // [M, hidden]
+		x = MatMul(SwiGLU(gate, up), ly.WDown, nil, x, M, dim, c.HiddenDim) // [M, dim]
+		hidden[l] = slices.Clone(x)
+	}
+	s.n = T
+
+	x = RMSNorm(x, w.Norm, M, dim, c.RMSEps)                // [M, dim]
+	logits = MatMul(x, w.LMHead, nil, nil, M, c.Vocab, dim) // [M, vocab]
+	return logits, hidden
+}
+
+// Generate decodes up to n tokens after prompt with a fresh sequence and returns them
+// (without the prompt). The token at position t is Sample(logits, p, seed, 0, t): seq 0,
+// pos the position of the token being produced. Generation stops after emitting a token
+// in stop, which is included in the result (as Hugging Face generate includes EOS).
+func Generate(w *LlamaWeights, prompt []int, n int, p SamplingParams, seed uint64, stop []int) []int {
+	if len(prompt) == 0 {
+		panic("ref.Generate: empty prompt")
+	}
+	s := NewLlamaState(w)
+	V := w.Cfg.Vocab
+	logits, _ := s.Forward(prompt)
+	last := logits[(len(prompt)-1)*V:] // [vocab]
+	var out []int
+	for len(out) < n {
+		tok := Sample(last, p, seed, 0, uint32(s.Len()))
+		out = append(out, tok)
+		if slices.Contains(stop, tok) || len(out) == n {
+			break
+		}
+		last, _ = s.Forward([]int{tok})
+	}
+	return out
+}
+
+// String describes the model's shape.
+func (w *LlamaWeights) String() string {
+	c := w.Cfg
+	return fmt.Sprintf("llama{dim %d, hidden %d, layers %d, heads %d/%d x %d, vocab %d}",
+		c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.HeadDim, c.Vocab)
+}

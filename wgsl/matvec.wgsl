@@ -1,0 +1,84 @@
+// matvec.wgsl: y[m, n] (+)= sum_k xin[m, k] * w[n, k] + bias[n], for the few rows of a decode
+// or verify step (m <= 16): each invocation owns one output column n and reads its weight row
+// once for all m rows. Fusions, chosen by override constants:
+//   NORM:      xin = x * rsqrt(mean(x^2) + eps) * normw   (RMSNorm of the preceding layer)
+//   SWIGLU:    xin[m, k] = silu(x[m, k]) * x[m, K + k]     (x holds [gate | up], 2K wide)
+//   HAS_BIAS:  + bias[col0 + n]
+//   ACCUM:     y += ...                                    (the residual add)
+//   LAST_ROWS: read only the last n_draft + 1 rows of x   (logits only where they are sampled)
+// A weight bigger than one binding is split by rows: each part is its own dispatch with col0.
+//!include common.wgsl
+struct Params {
+  n: u32,        // output columns in this part (rows of w)
+  k: u32,        // input width
+  eps: f32,      // RMSNorm epsilon
+  col0: u32,     // first output column of this part
+  y_stride: u32, // row stride of y
+  _a: u32, _b: u32, _c: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<uniform> S: Step;
+@group(0) @binding(2) var<storage, read> x: array<f32>;         // [m, k] or [m, 2k] with SWIGLU
+@group(0) @binding(3) var<storage, read> w: array<wtype>;       // [n, k]
+@group(0) @binding(4) var<storage, read> bias: array<f32>;      // [y_stride]
+@group(0) @binding(5) var<storage, read> normw: array<f32>;     // [k]
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;   // [m, y_stride]
+override WG: u32 = 64;
+override NORM: bool = false;
+override SWIGLU: bool = false;
+override HAS_BIAS: bool = false;
+override ACCUM: bool = false;
+override LAST_ROWS: bool = false;
+const MAXM: u32 = 16u;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> rinv: array<f32, MAXM>;
+
+fn xin(m: u32, k: u32) -> f32 {
+  if (SWIGLU) {
+    let base = m * 2u * P.k;
+    return silu(x[base + k]) * x[base + P.k + k];
+  }
+  return x[m * P.k + k];
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
+  var row0 = 0u;
+  var rows = min(S.m, MAXM);
+  if (LAST_ROWS) {
+    rows = min(S.n_draft + 1u, MAXM);
+    row0 = S.m - rows;
+  }
+  if (NORM) {
+    for (var r = 0u; r < rows; r++) {
+      var ss = 0.0;
+      for (var k = l.x; k < P.k; k += WG) { let v = xin(row0 + r, k); ss += v * v; }
+      red[l.x] = ss;
+      workgroupBarrier();
+      for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (l.x < s) { red[l.x] += red[l.x + s]; }
+        workgroupBarrier();
+      }
+      if (l.x == 0u) { rinv[r] = inverseSqrt(red[0] / f32(P.k) + P.eps); }
+      workgroupBarrier();
+    }
+  }
+  let n = wg.x * WG + l.x;
+  if (n >= P.n) { return; }
+  var acc: array<f32, MAXM>;
+  let wrow = n * P.k;
+  for (var k = 0u; k < P.k; k++) {
+    var wv = f32(w[wrow + k]);
+    if (NORM) { wv *= normw[k]; }
+    for (var r = 0u; r < rows; r++) { acc[r] += xin(row0 + r, k) * wv; }
+  }
+  let col = P.col0 + n;
+  for (var r = 0u; r < rows; r++) {
+    var v = acc[r];
+    if (NORM) { v *= rinv[r]; }
+    if (HAS_BIAS) { v += bias[col]; }
+    let i = r * P.y_stride + col;
+    if (ACCUM) { v += y[i]; }
+    y[i] = v;
+  }
+}

@@ -1,0 +1,28 @@
+// rmsnorm.wgsl: y[m, :] = x[m, :] * w / sqrt(mean(x[m, :]^2) + eps); one workgroup per row.
+// (The model fuses the norm into the matmul that follows it; this kernel serves the drafters.)
+//!include common.wgsl
+struct Params { n: u32, eps: f32, _a: u32, _b: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<uniform> S: Step;
+@group(0) @binding(2) var<storage, read> x: array<f32>;          // [m, n]
+@group(0) @binding(3) var<storage, read> w: array<wtype>;        // [n]
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;    // [m, n]
+override WG: u32 = 64;
+var<workgroup> red: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
+  let m = wg.y;
+  if (m >= S.m) { return; }
+  let base = m * P.n;
+  var ss = 0.0;
+  for (var i = l.x; i < P.n; i += WG) { let v = x[base + i]; ss += v * v; }
+  red[l.x] = ss;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (l.x < s) { red[l.x] += red[l.x + s]; }
+    workgroupBarrier();
+  }
+  let rinv = inverseSqrt(red[0] / f32(P.n) + P.eps);
+  for (var i = l.x; i < P.n; i += WG) { y[base + i] = x[base + i] * rinv * f32(w[i]); }
+}

@@ -1,0 +1,94 @@
+// Package wgsl holds wspec's compute kernels, one .wgsl file per op, embedded in the binary.
+//
+// A kernel file may include shared code with a line `//!include name.wgsl` (appended after the
+// kernel). Source prepends the weight-type prelude: `alias wtype = f32;` or, for the f16 variant, `enable f16;` and
+// `alias wtype = f16;`, so one file serves both weight types. Every kernel's entry point is
+// `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
+// Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
+package wgsl
+
+import (
+	"embed"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+//go:embed *.wgsl
+var files embed.FS
+
+// WeightType selects the element type of weight buffers.
+type WeightType int
+
+// Weight types of the kernels' variants.
+const (
+	F32 WeightType = iota
+	F16
+)
+
+func (w WeightType) String() string {
+	if w == F16 {
+		return "f16"
+	}
+	return "f32"
+}
+
+// Kernels lists the op kernels (files that define an entry point), sorted.
+func Kernels() []string {
+	entries, _ := files.ReadDir(".")
+	var out []string
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".wgsl")
+		b, _ := files.ReadFile(e.Name())
+		if strings.Contains(string(b), "@compute") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Source returns the WGSL of kernel name for weight type wt. The prelude goes on the kernel
+// file's first line (a comment) and included files after its last, so compiler line numbers
+// are the kernel file's own.
+func Source(name string, wt WeightType) (string, error) {
+	b, err := files.ReadFile(name + ".wgsl")
+	if err != nil {
+		return "", fmt.Errorf("wgsl: no kernel %q", name)
+	}
+	prelude := "alias wtype = f32; "
+	if wt == F16 {
+		prelude = "enable f16; alias wtype = f16; "
+	}
+	var out strings.Builder
+	out.WriteString(prelude)
+	out.Write(b)
+	seen := map[string]bool{name + ".wgsl": true}
+	queue := includes(string(b))
+	for len(queue) > 0 {
+		inc := queue[0]
+		queue = queue[1:]
+		if seen[inc] {
+			continue
+		}
+		seen[inc] = true
+		sub, err := files.ReadFile(inc)
+		if err != nil {
+			return "", fmt.Errorf("wgsl: %s includes missing %s", name, inc)
+		}
+		out.WriteString("\n")
+		out.Write(sub)
+		queue = append(queue, includes(string(sub))...)
+	}
+	return out.String(), nil
+}
+
+func includes(src string) []string {
+	var out []string
+	for _, line := range strings.Split(src, "\n") {
+		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), "//!include "); ok {
+			out = append(out, strings.TrimSpace(inc))
+		}
+	}
+	return out
+}
