@@ -46,7 +46,7 @@ type MatParams struct {
 
 // RopeParams mirrors rope_kv.wgsl's Params.
 type RopeParams struct {
-	NHeads, NKV, HeadDim, PageSize              uint32
+	NHeads, NKV, HeadDim, PageSize               uint32
 	Theta, Factor, LowFreq, HighFreq, OrigMaxPos float32
 	A, B, C                                      uint32
 }
