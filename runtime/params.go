@@ -26,7 +26,7 @@ type StepBlock struct {
 }
 
 // EmbedParams mirrors embed.wgsl's Params.
-type EmbedParams struct{ Dim, Vocab, A, B uint32 }
+type EmbedParams struct{ Dim, Rows, Row0, B uint32 }
 
 // RMSNormParams mirrors rmsnorm.wgsl's Params.
 type RMSNormParams struct {

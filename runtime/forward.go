@@ -1,0 +1,213 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+)
+
+// record builds the dispatch list of one forward step, reading like the maths:
+//
+//	x = embed[tokens]
+//	for each layer:
+//	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)          matvec/matmul, NORM (+HAS_BIAS)
+//	    q, k = rope(q, k); cache[pos] = k, v           rope_kv
+//	    att = softmax(q k^T / sqrt(hd)) v              attention (paged, causal, GQA)
+//	    x += Wo att                                    matvec/matmul, ACCUM
+//	    h = [Wgate; Wup] rmsnorm(x)                    matvec/matmul, NORM
+//	    x += Wdown (silu(gate) * up)                   matvec/matmul, SWIGLU + ACCUM
+//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   matvec, NORM + LAST_ROWS
+//	out = rejection_sample(logits, drafts, q)          sample
+func (m *Model) record(tiled bool) (*Program, error) {
+	c, o, d := m.Cfg, m.Opts, m.d
+	p, err := d.NewProgram()
+	if err != nil {
+		return nil, err
+	}
+	eps := float32(c.RMSEps)
+	hd := c.HeadDim
+	qkvW := (c.NHeads + 2*c.NKVHeads) * hd
+	for _, part := range m.embed.parts {
+		err := p.Add(KernelCall{
+			Kernel: "embed", Weights: m.embed.WT,
+			Params:  EmbedParams{Dim: uint32(c.Dim), Rows: uint32(part.rows), Row0: uint32(part.row0)},
+			Buffers: []webgpu.Binding{{Buffer: m.tokens}, {Buffer: part.buf}, {Buffer: m.x}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(uint32(c.Dim), 64), s.M, 1 },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
+		PageSize: uint32(o.PageSize), Theta: float32(c.RopeTheta)}
+	ropeO := Overrides{}
+	if rs := c.RopeScaling; rs != nil {
+		ropeO["LLAMA3"] = 1
+		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
+		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
+	}
+	ropeWork := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd)
+	for i, ly := range m.layers {
+		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
+		if err := p.AddMat(name("qkv"), ly.qkv, m.x, m.qkv, qkvW, MatFusion{Norm: ly.attnNorm, Eps: eps, Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
+			return nil, err
+		}
+		err := p.Add(KernelCall{
+			Kernel: "rope_kv", Overrides: ropeO, Params: rope,
+			Buffers: []webgpu.Binding{{Buffer: m.qkv}, {Buffer: m.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(ropeWork, 64), s.M, 1 },
+		})
+		if err != nil {
+			return nil, err
+		}
+		err = p.Add(KernelCall{
+			Kernel: "attention",
+			Params: AttnParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
+				PageSize: uint32(o.PageSize), QStride: uint32(qkvW), Scale: float32(1 / math.Sqrt(float64(hd)))},
+			Buffers: []webgpu.Binding{{Buffer: m.qkv}, {Buffer: m.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}, {Buffer: m.att}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return uint32(c.NHeads), s.M, 1 },
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, MatFusion{Accum: true}, tiled, m.dummy); err != nil {
+			return nil, err
+		}
+		if err := p.AddMat(name("w13"), ly.w13, m.x, m.h, 2*c.HiddenDim, MatFusion{Norm: ly.ffnNorm, Eps: eps}, tiled, m.dummy); err != nil {
+			return nil, err
+		}
+		if err := p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, MatFusion{SwiGLU: true, Accum: true}, tiled, m.dummy); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.AddMat("lm_head", m.lmHead, m.x, m.logits, c.Vocab, MatFusion{Norm: m.norm, Eps: eps, LastRows: true}, false, m.dummy); err != nil {
+		return nil, err
+	}
+	err = p.Add(KernelCall{
+		Kernel: "sample", Params: SampleParams{Vocab: uint32(c.Vocab)},
+		Buffers: []webgpu.Binding{{Buffer: m.logits}, {Buffer: m.drafts}, {Buffer: m.q}, {Buffer: m.out}},
+		Grid:    Fixed(1, 1, 1),
+	})
+	return p, err
+}
+
+// Sampling are a step's sampling settings.
+type Sampling struct {
+	Temperature float32 // <= 0: greedy
+	TopK        int     // 0: off
+	TopP        float32 // 0 or 1: off
+	Seed        uint64
+	SeqID       uint32
+}
+
+// Forward appends tokens to seq at positions seq.Len().., runs the model on them in one submit
+// (or one per PrefillChunk of a long prompt), and samples on the device. With nDraft > 0 the
+// last nDraft tokens are drafts to verify: the rejection sampler checks them against the
+// target's logits (and the draft probabilities q, [nDraft, vocab], when given) and the result
+// is the accepted drafts plus one recovered or bonus token. With nDraft == 0 it is the one
+// token sampled after the last. The cache then holds all of tokens: the caller truncates the
+// rejected drafts. Only the emitted token ids come back to the host.
+func (m *Model) Forward(seq *Sequence, tokens []int, nDraft int, q []float32, s Sampling) ([]int, error) {
+	c, o := m.Cfg, m.Opts
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens", ErrBadInput)
+	}
+	if nDraft < 0 || nDraft > o.MaxDraft || nDraft >= len(tokens) {
+		return nil, fmt.Errorf("%w: %d drafts among %d tokens (at most %d)", ErrBadInput, nDraft, len(tokens), o.MaxDraft)
+	}
+	if q != nil && len(q) != nDraft*c.Vocab {
+		return nil, fmt.Errorf("%w: q has %d values, want %d x %d", ErrBadInput, len(q), nDraft, c.Vocab)
+	}
+	if end := seq.Len() + len(tokens); end > c.MaxSeq {
+		return nil, fmt.Errorf("%w: %d tokens after this step, the context is %d", ErrContextFull, end, c.MaxSeq)
+	}
+	ids := make([]uint32, len(tokens))
+	for i, t := range tokens {
+		if t < 0 || t >= c.Vocab {
+			return nil, fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, c.Vocab)
+		}
+		ids[i] = uint32(t)
+	}
+	step := StepBlock{NDraft: uint32(nDraft), Seq: s.SeqID, SeedLo: uint32(s.Seed), SeedHi: uint32(s.Seed >> 32),
+		Temperature: s.Temperature, TopP: s.TopP, TopK: uint32(max(s.TopK, 0)), Vocab: uint32(c.Vocab)}
+	if step.TopP <= 0 {
+		step.TopP = 1
+	}
+	if q != nil {
+		step.HasQ = 1
+		m.q.Write(0, F32Bytes(q))
+	}
+	if nDraft > 0 {
+		m.drafts.Write(0, U32Bytes(ids[len(ids)-nDraft:]))
+	}
+	for start := 0; start < len(ids); start += o.PrefillChunk {
+		chunk := ids[start:min(len(ids), start+o.PrefillChunk)]
+		last := start+len(chunk) == len(ids)
+		if err := m.run(seq, chunk, &step, last); err != nil {
+			return nil, err
+		}
+	}
+	raw := make([]byte, 4*(nDraft+2))
+	if err := m.staging.Read(0, raw); err != nil {
+		return nil, err
+	}
+	n := int(binary.LittleEndian.Uint32(raw))
+	if n < 1 || n > nDraft+1 {
+		return nil, fmt.Errorf("runtime: sampler emitted %d tokens for %d drafts", n, nDraft)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = int(binary.LittleEndian.Uint32(raw[4*(i+1):]))
+	}
+	return out, nil
+}
+
+// run reserves pages for chunk, writes the step's inputs and submits one forward step.
+func (m *Model) run(seq *Sequence, chunk []uint32, step *StepBlock, last bool) error {
+	pos0 := seq.Len()
+	copies, err := seq.Reserve(pos0 + len(chunk))
+	if err != nil {
+		return err
+	}
+	step.M, step.Pos0 = uint32(len(chunk)), uint32(pos0)
+	pages := make([]uint32, len(seq.Pages()))
+	for i, p := range seq.Pages() {
+		pages[i] = uint32(p)
+	}
+	m.pageTable.Write(0, U32Bytes(pages))
+	m.tokens.Write(0, U32Bytes(chunk))
+	enc := m.d.NewEncoder()
+	pageBytes := uint64(m.Opts.PageSize * m.Cfg.NKVHeads * m.Cfg.HeadDim * 4)
+	for _, cp := range copies {
+		for _, ly := range m.layers {
+			// WebGPU copies never have the same source and destination buffer: go through scratch.
+			for _, b := range []*webgpu.Buffer{ly.kc, ly.vc} {
+				enc.Copy(b, uint64(cp.From)*pageBytes, m.scratch, 0, pageBytes)
+				enc.Copy(m.scratch, 0, b, uint64(cp.To)*pageBytes, pageBytes)
+			}
+		}
+	}
+	prog := m.decode
+	if len(chunk) > 16 {
+		prog = m.prefill
+	}
+	prog.Encode(enc, step, nil)
+	if last {
+		enc.Copy(m.out, 0, m.staging, 0, m.staging.Size)
+	}
+	if err := enc.Submit(); err != nil {
+		return err
+	}
+	seq.Commit(pos0 + len(chunk))
+	return nil
+}
+
+// Dispatches is the number of dispatches of one decode step.
+func (m *Model) Dispatches() int { return m.decode.Len() }
+
+// Logits reads the logits rows of the last step ([n_draft + 1, vocab]); for tests and tools.
+func (m *Model) Logits(rows int) ([]float32, error) {
+	return m.d.ReadF32(m.logits, rows*m.Cfg.Vocab)
+}

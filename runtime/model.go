@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// ModelOptions size the device model.
+type ModelOptions struct {
+	Weights      wgsl.WeightType // f32 or f16 weight storage (activations are f32)
+	PageSize     int             // KV slots per page (default 16)
+	Pages        int             // pages in the pool (default: enough for 2 full contexts)
+	MaxDraft     int             // most draft tokens verified in one step (default 8)
+	PrefillChunk int             // most prompt tokens per prefill step (default 128)
+}
+
+func (o *ModelOptions) defaults(cfg *weights.Config) {
+	if o.PageSize <= 0 {
+		o.PageSize = 16
+	}
+	if o.Pages <= 0 {
+		o.Pages = 2 * ((cfg.MaxSeq + o.PageSize - 1) / o.PageSize)
+	}
+	if o.MaxDraft <= 0 {
+		o.MaxDraft = 8
+	}
+	if o.MaxDraft > 15 {
+		o.MaxDraft = 15 // matvec handles at most 16 rows
+	}
+	if o.PrefillChunk <= 16 {
+		o.PrefillChunk = 128
+	}
+}
+
+// ErrBadInput is wrapped by errors about a step's tokens or options.
+var ErrBadInput = errors.New("bad input")
+
+type deviceLayer struct {
+	attnNorm, ffnNorm *webgpu.Buffer // [dim] f32
+	qkv               *Linear        // [(n_heads + 2 n_kv) * hd, dim]: wq, wk, wv stacked
+	qkvBias           *webgpu.Buffer // [(n_heads + 2 n_kv) * hd] or nil
+	wo                *Linear        // [dim, n_heads * hd]
+	w13               *Linear        // [2 hidden, dim]: gate, up stacked
+	w2                *Linear        // [dim, hidden]
+	kc, vc            *webgpu.Buffer // [n_pages, page_size, n_kv, hd] f32
+}
+
+// Model is a Llama-family decoder on the device with its paged KV cache. One Forward is one
+// submit: embed, 6 fused dispatches per layer, the LM head and the sampler.
+type Model struct {
+	d    *Device
+	Cfg  weights.Config
+	Opts ModelOptions
+	Pool *PagePool
+
+	embed  *Linear        // [vocab, dim]
+	layers []deviceLayer  // [n_layers]
+	norm   *webgpu.Buffer // [dim]
+	lmHead *Linear        // [vocab, dim] (the embedding's buffers when tied)
+
+	// Activations, sized for PrefillChunk tokens.
+	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
+	logits         *webgpu.Buffer // [max_draft + 1, vocab]
+	tokens         *webgpu.Buffer // [chunk] u32
+	drafts         *webgpu.Buffer // [max_draft] u32
+	q              *webgpu.Buffer // [max_draft, vocab] f32
+	out            *webgpu.Buffer // [max_draft + 2] u32: count, tokens
+	pageTable      *webgpu.Buffer // [max pages per sequence] u32
+	staging        *webgpu.Buffer // map-read copy of out
+	scratch        *webgpu.Buffer // [page_size, n_kv, hd]: copy-on-write of a shared page
+	dummy          *webgpu.Buffer
+
+	decode, prefill *Program // matvec (<= 16 rows) and tiled matmul programs
+}
+
+// NewModel uploads host weights and records the decode and prefill programs.
+func NewModel(d *Device, w *ref.LlamaWeights, opts ModelOptions) (*Model, error) {
+	cfg := w.Cfg
+	opts.defaults(&cfg)
+	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: NewPagePool(opts.Pages, opts.PageSize)}
+	if err := m.upload(w); err != nil {
+		return nil, err
+	}
+	if err := m.allocate(); err != nil {
+		return nil, err
+	}
+	var err error
+	if m.decode, err = m.record(false); err != nil {
+		return nil, err
+	}
+	if m.prefill, err = m.record(true); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) upload(w *ref.LlamaWeights) error {
+	c, d, wt := m.Cfg, m.d, m.Opts.Weights
+	var err error
+	if m.embed, err = d.UploadLinear("embed", w.Embed, c.Vocab, c.Dim, wt); err != nil {
+		return err
+	}
+	m.lmHead = m.embed
+	if !c.TieEmbed {
+		if m.lmHead, err = d.UploadLinear("lm_head", w.LMHead, c.Vocab, c.Dim, wt); err != nil {
+			return err
+		}
+	}
+	if m.norm, err = d.UploadF32("norm", w.Norm); err != nil {
+		return err
+	}
+	qRows, kvRows := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	kvBytes := uint64(m.Opts.Pages * m.Opts.PageSize * kvRows * 4)
+	for i, ly := range w.Layers {
+		var dl deviceLayer
+		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
+		steps := []func() error{
+			func() (e error) { dl.attnNorm, e = d.UploadF32(name("attn_norm"), ly.AttnNorm); return },
+			func() (e error) { dl.ffnNorm, e = d.UploadF32(name("ffn_norm"), ly.FFNNorm); return },
+			func() (e error) {
+				dl.qkv, e = d.UploadLinear(name("qkv"), concat(ly.Wq, ly.Wk, ly.Wv), qRows+2*kvRows, c.Dim, wt)
+				return
+			},
+			func() (e error) {
+				if c.AttnBias {
+					dl.qkvBias, e = d.UploadF32(name("qkv_bias"), concat(ly.Bq, ly.Bk, ly.Bv))
+				}
+				return
+			},
+			func() (e error) { dl.wo, e = d.UploadLinear(name("wo"), ly.Wo, c.Dim, qRows, wt); return },
+			func() (e error) {
+				dl.w13, e = d.UploadLinear(name("w13"), concat(ly.WGate, ly.WUp), 2*c.HiddenDim, c.Dim, wt)
+				return
+			},
+			func() (e error) { dl.w2, e = d.UploadLinear(name("w2"), ly.WDown, c.Dim, c.HiddenDim, wt); return },
+			func() (e error) { dl.kc, e = d.NewStorage(name("k_cache"), kvBytes); return },
+			func() (e error) { dl.vc, e = d.NewStorage(name("v_cache"), kvBytes); return },
+		}
+		for _, s := range steps {
+			if err := s(); err != nil {
+				return err
+			}
+		}
+		m.layers = append(m.layers, dl)
+	}
+	return nil
+}
+
+func (m *Model) allocate() error {
+	c, o := m.Cfg, m.Opts
+	chunk := o.PrefillChunk
+	qkvW := (c.NHeads + 2*c.NKVHeads) * c.HeadDim
+	maxPages := (c.MaxSeq + o.PageSize - 1) / o.PageSize
+	sizes := []struct {
+		b *(*webgpu.Buffer)
+		n int
+		s string
+	}{
+		{&m.x, chunk * c.Dim, "x"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
+		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.logits, (o.MaxDraft + 1) * c.Vocab, "logits"},
+		{&m.tokens, chunk, "tokens"}, {&m.drafts, o.MaxDraft, "drafts"}, {&m.q, o.MaxDraft * c.Vocab, "q"},
+		{&m.out, o.MaxDraft + 2, "out"}, {&m.pageTable, maxPages, "page_table"}, {&m.dummy, 4, "dummy"},
+		{&m.scratch, o.PageSize * c.NKVHeads * c.HeadDim, "page_scratch"},
+	}
+	for _, s := range sizes {
+		b, err := m.d.NewStorage(s.s, uint64(4*s.n))
+		if err != nil {
+			return err
+		}
+		*s.b = b
+	}
+	var err error
+	m.staging, err = m.d.CreateBuffer("out staging", uint64(4*(o.MaxDraft+2)), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	return err
+}
+
+func concat(parts ...[]float32) []float32 {
+	var out []float32
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
