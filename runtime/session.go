@@ -1,0 +1,31 @@
+package runtime
+
+// Session is one sequence on a model: the unit the speculative loop drives.
+type Session struct {
+	m   *Model
+	seq *Sequence
+}
+
+// NewSession starts an empty sequence on the model's page pool.
+func (m *Model) NewSession() *Session { return &Session{m: m, seq: m.Pool.NewSequence()} }
+
+// Forward runs tokens (the last nDraft of them drafts) and returns the emitted tokens; see
+// Model.Forward.
+func (s *Session) Forward(tokens []int, nDraft int, q []float32, smp Sampling) ([]int, error) {
+	return s.m.Forward(s.seq, tokens, nDraft, q, smp)
+}
+
+// Len is the number of tokens in the session's KV cache.
+func (s *Session) Len() int { return s.seq.Len() }
+
+// Truncate drops the cache past n tokens (rejected drafts), freeing whole pages.
+func (s *Session) Truncate(n int) { s.seq.Truncate(n) }
+
+// Release frees every page of the session.
+func (s *Session) Release() { s.seq.Release() }
+
+// Vocab is the model's vocabulary size.
+func (s *Session) Vocab() int { return s.m.Cfg.Vocab }
+
+// MaxSeq is the model's context length.
+func (s *Session) MaxSeq() int { return s.m.Cfg.MaxSeq }
