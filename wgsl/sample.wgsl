@@ -20,7 +20,7 @@ struct Params { vocab: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(3) var<storage, read> drafts: array<u32>;      // [n_draft]
 @group(0) @binding(4) var<storage, read> q: array<f32>;           // [n_draft, vocab] when has_q
 @group(0) @binding(5) var<storage, read_write> out: array<u32>;   // [n_draft + 2]
-const WG: u32 = 256u;
+const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redi: array<u32, WG>;

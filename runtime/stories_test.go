@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
+)
+
+// stories15M is converted by setup.sh into the project's .wspec folder.
+const storiesDir = "../.wspec/models/stories15M"
+
+// TestStories15MGreedyMatchesReference: 200 greedy tokens of the real model on the device equal
+// the pure-Go reference forward's, token for token, for three prompts.
+func TestStories15MGreedyMatchesReference(t *testing.T) {
+	if _, err := os.Stat(storiesDir + "/config.json"); err != nil {
+		t.Fatalf("stories15M not converted (%v): run ./setup.sh", err)
+	}
+	tok, err := weights.LoadTokenizer(storiesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := LoadHostWeights(storiesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewModel(testDevice(t), host, ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := host.Cfg.EOS
+	for _, prompt := range []string{"Once upon a time", "The little dog", "Lily and Tom went to the park. They"} {
+		ids := tok.Encode(prompt, true)
+		want := ref.Generate(host, ids, 200, ref.SamplingParams{}, 0, stop)
+		s := m.NewSession()
+		var got []int
+		next := ids
+		for len(got) < len(want) {
+			out, err := s.Forward(next, 0, nil, Sampling{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, out[0])
+			next = out
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%q: token %d is %d on the device, %d in the reference\ndevice:    %q\nreference: %q",
+					prompt, i, got[i], want[i], tok.Decode(got), tok.Decode(want))
+			}
+		}
+		s.Release()
+		if m.Pool.InUse() != 0 {
+			t.Fatalf("%d pages leaked", m.Pool.InUse())
+		}
+		t.Logf("%q -> %d tokens identical: %q", prompt, len(want), tok.Decode(want))
+	}
+}
