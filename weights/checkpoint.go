@@ -1,0 +1,144 @@
+package weights
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// File names of a Hugging Face checkpoint folder.
+const (
+	SingleFileName = "model.safetensors"
+	IndexFileName  = "model.safetensors.index.json"
+)
+
+// Checkpoint is a model folder's tensors, from one safetensors file or from
+// shards listed by model.safetensors.index.json.
+type Checkpoint struct {
+	dir   string
+	files []*SafeTensors
+	where map[string]*SafeTensors
+	names []string // sorted
+}
+
+// OpenCheckpoint opens the safetensors of a model folder: the shards named by
+// model.safetensors.index.json when it exists (each shard may also be stored as
+// "<shard>.zst"), else model.safetensors, else model.safetensors.zst.
+func OpenCheckpoint(dir string) (*Checkpoint, error) {
+	idx := filepath.Join(dir, IndexFileName)
+	if _, err := os.Stat(idx); err == nil {
+		return openSharded(dir, idx)
+	}
+	for _, name := range []string{SingleFileName, SingleFileName + ".zst"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		st, err := Open(p)
+		if err != nil {
+			return nil, err
+		}
+		c := &Checkpoint{dir: dir, files: []*SafeTensors{st}, where: map[string]*SafeTensors{}}
+		for _, n := range st.names {
+			c.where[n] = st
+		}
+		c.names = st.Names()
+		return c, nil
+	}
+	return nil, fmt.Errorf("weights: %s has no %s, %s.zst or %s: %w",
+		dir, SingleFileName, SingleFileName, IndexFileName, fs.ErrNotExist)
+}
+
+// openSharded opens every shard the index names and checks that each listed
+// tensor is in its shard.
+func openSharded(dir, idx string) (*Checkpoint, error) {
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		return nil, err
+	}
+	var index struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(b, &index); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", idx, ErrMalformed, err)
+	}
+	if len(index.WeightMap) == 0 {
+		return nil, fmt.Errorf("%s: %w: empty or missing weight_map", idx, ErrMalformed)
+	}
+	c := &Checkpoint{dir: dir, where: make(map[string]*SafeTensors, len(index.WeightMap))}
+	shards := map[string]*SafeTensors{}
+	for name, file := range index.WeightMap {
+		if file == "" || file == "." || file == ".." || strings.ContainsAny(file, `/\`) {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w: tensor %q maps to %q, not a file name in the folder", idx, ErrMalformed, name, file)
+		}
+		st, ok := shards[file]
+		if !ok {
+			st, err = openShard(filepath.Join(dir, file))
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			shards[file] = st
+			c.files = append(c.files, st)
+		}
+		if !st.Has(name) {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w: %q, which the index places in %s", idx, ErrMissingTensor, name, file)
+		}
+		c.where[name] = st
+		c.names = append(c.names, name)
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// openShard opens path, or path+".zst" when only that exists.
+func openShard(path string) (*SafeTensors, error) {
+	st, err := Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, zerr := os.Stat(path + ".zst"); zerr == nil {
+			return Open(path + ".zst")
+		}
+	}
+	return st, err
+}
+
+// Dir is the folder the checkpoint was opened from.
+func (c *Checkpoint) Dir() string { return c.dir }
+
+// Names lists every tensor, sorted.
+func (c *Checkpoint) Names() []string { return append([]string(nil), c.names...) }
+
+// Has reports whether the checkpoint holds a tensor called name.
+func (c *Checkpoint) Has(name string) bool {
+	_, ok := c.where[name]
+	return ok
+}
+
+// Tensor returns the named tensor (pointing into its file, valid until Close),
+// or an error wrapping ErrMissingTensor that names it.
+func (c *Checkpoint) Tensor(name string) (Tensor, error) {
+	st, ok := c.where[name]
+	if !ok {
+		return Tensor{}, fmt.Errorf("%w: %q not in checkpoint %s", ErrMissingTensor, name, c.dir)
+	}
+	return st.Tensor(name)
+}
+
+// Close closes every file; tensors read from the checkpoint become invalid.
+func (c *Checkpoint) Close() error {
+	var first error
+	for _, f := range c.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	c.files, c.where, c.names = nil, nil, nil
+	return first
+}

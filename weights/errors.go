@@ -1,0 +1,27 @@
+package weights
+
+import "errors"
+
+// Sentinel errors. Every error this package returns for bad input wraps one of
+// these (test with errors.Is), together with a message that names the file,
+// tensor or field at fault.
+var (
+	// ErrMalformed: a safetensors file or index that breaks the format
+	// (bad header length, bad JSON, offsets outside the data, overlaps, ...).
+	ErrMalformed = errors.New("weights: malformed safetensors")
+	// ErrDType: a dtype this package does not know, or cannot convert.
+	ErrDType = errors.New("weights: unsupported dtype")
+	// ErrMissingTensor: a tensor name that the checkpoint does not hold.
+	ErrMissingTensor = errors.New("weights: missing tensor")
+	// ErrShape: a tensor whose shape (or byte size) is not the expected one.
+	ErrShape = errors.New("weights: wrong tensor shape")
+	// ErrBadConfig: a config.json (or Config) with missing or invalid fields.
+	ErrBadConfig = errors.New("weights: bad config")
+	// ErrUnknownArch: a config.json model_type this package cannot load.
+	ErrUnknownArch = errors.New("weights: unknown model architecture")
+	// ErrUnsupported: a feature of a known format that is not implemented
+	// (a rope_scaling type other than llama3, a Unigram tokenizer, ...).
+	ErrUnsupported = errors.New("weights: unsupported feature")
+	// ErrBadTokenizer: a tokenizer.json or tokenizer_config.json that is malformed.
+	ErrBadTokenizer = errors.New("weights: bad tokenizer")
+)
