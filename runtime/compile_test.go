@@ -11,6 +11,7 @@ func TestKernelsCompile(t *testing.T) {
 	d := testDevice(t)
 	all := map[string]Overrides{
 		"matvec":  {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1},
+		"matvec4": {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1},
 		"matmul":  {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1},
 		"rope_kv": {"LLAMA3": 1},
 	}

@@ -142,10 +142,24 @@ func (m *Model) Forward(seq *Sequence, tokens []int, nDraft int, q []float32, s 
 	if nDraft > 0 {
 		m.drafts.Write(0, U32Bytes(ids[len(ids)-nDraft:]))
 	}
-	for start := 0; start < len(ids); start += o.PrefillChunk {
-		chunk := ids[start:min(len(ids), start+o.PrefillChunk)]
-		last := start+len(chunk) == len(ids)
-		if err := m.run(seq, chunk, &step, last); err != nil {
+	// Long inputs go in chunks; the drafts and the token before them always share the last
+	// chunk, since the sampler reads the last n_draft + 1 logits rows of one step.
+	head := ids
+	var tail []uint32
+	if nDraft > 0 {
+		head, tail = ids[:len(ids)-nDraft-1], ids[len(ids)-nDraft-1:]
+	}
+	var chunks [][]uint32
+	for start := 0; start < len(head); start += o.PrefillChunk {
+		chunks = append(chunks, head[start:min(len(head), start+o.PrefillChunk)])
+	}
+	if tail != nil {
+		chunks = append(chunks, tail)
+	}
+	before := seq.Len()
+	for i, chunk := range chunks {
+		if err := m.run(seq, chunk, &step, i == len(chunks)-1); err != nil {
+			seq.Truncate(before) // a failed step leaves the cache as it was
 			return nil, err
 		}
 	}

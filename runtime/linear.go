@@ -97,8 +97,13 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		if f.LastRows {
 			return fmt.Errorf("runtime: %s: LAST_ROWS is a matvec fusion", name)
 		}
-	} else if f.LastRows {
-		o["LAST_ROWS"] = 1
+	} else {
+		if f.LastRows {
+			o["LAST_ROWS"] = 1
+		}
+		if w.K%4 == 0 {
+			kernel = "matvec4"
+		}
 	}
 	norm, bias := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy)
 	for _, part := range w.parts {

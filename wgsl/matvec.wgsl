@@ -65,14 +65,36 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   }
   let n = wg.x * WG + l.x;
   if (n >= P.n) { return; }
-  var acc: array<f32, MAXM>;
   let wrow = n * P.k;
+  let col = P.col0 + n;
+  if (rows == 1u) {
+    // Decode: one row, scalar accumulators (a private array indexed by a loop variable
+    // lives in memory on CPU adapters), four partial sums to shorten the dependency chain.
+    var a = vec4f(0.0);
+    var k = 0u;
+    for (; k + 4u <= P.k; k += 4u) {
+      var wv = vec4f(f32(w[wrow + k]), f32(w[wrow + k + 1u]), f32(w[wrow + k + 2u]), f32(w[wrow + k + 3u]));
+      if (NORM) { wv *= vec4f(normw[k], normw[k + 1u], normw[k + 2u], normw[k + 3u]); }
+      a += wv * vec4f(xin(row0, k), xin(row0, k + 1u), xin(row0, k + 2u), xin(row0, k + 3u));
+    }
+    for (; k < P.k; k++) {
+      var wv = f32(w[wrow + k]);
+      if (NORM) { wv *= normw[k]; }
+      a.x += wv * xin(row0, k);
+    }
+    var v = a.x + a.y + a.z + a.w;
+    if (NORM) { v *= rinv[0]; }
+    if (HAS_BIAS) { v += bias[col]; }
+    if (ACCUM) { v += y[col]; }
+    y[col] = v;
+    return;
+  }
+  var acc: array<f32, MAXM>;
   for (var k = 0u; k < P.k; k++) {
     var wv = f32(w[wrow + k]);
     if (NORM) { wv *= normw[k]; }
     for (var r = 0u; r < rows; r++) { acc[r] += xin(row0 + r, k) * wv; }
   }
-  let col = P.col0 + n;
   for (var r = 0u; r < rows; r++) {
     var v = acc[r];
     if (NORM) { v *= rinv[r]; }

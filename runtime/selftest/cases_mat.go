@@ -1,0 +1,298 @@
+package selftest
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// The model-sized shapes are stories15M's: dim 288, hidden 768, vocab 32000.
+const (
+	modelDim    = 288
+	modelHidden = 768
+	modelVocab  = 32000
+	eps         = 1e-5
+)
+
+var weightTypes = []wgsl.WeightType{wgsl.F32, wgsl.F16}
+
+func ceilDiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
+
+func sqrtf(k int) float64 { return math.Sqrt(float64(k)) }
+
+// weightCache keeps the large random weights (model-sized tables) uploaded once per Run.
+type weightCache struct{ m map[string]*sharedWeights }
+
+type sharedWeights struct {
+	buf  *webgpu.Buffer
+	seen []float32
+}
+
+func (wc *weightCache) release() {
+	for _, s := range wc.m {
+		s.buf.Release()
+	}
+}
+
+// bigWeights returns n uniform values in [-scale, scale) as wtype: drawn per case when small,
+// shared by every case of the Run (drawn from a source seeded by the shape) when large.
+func (c *checker) bigWeights(n int, scale float64, wt wgsl.WeightType) (*webgpu.Buffer, []float32) {
+	if n < 1<<20 {
+		return c.weights(c.uniform(n, scale), wt)
+	}
+	key := fmt.Sprintf("%d/%g/%v", n, scale, wt)
+	if s, ok := c.cache.m[key]; ok {
+		return s.buf, s.seen
+	}
+	rng := rand.New(rand.NewSource(int64(n)))
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32((2*rng.Float64() - 1) * scale)
+	}
+	b, seen := c.weights(v, wt)
+	c.bufs = c.bufs[:len(c.bufs)-1] // owned by the cache, not the case
+	c.cache.m[key] = &sharedWeights{b, seen}
+	return b, seen
+}
+
+func embedCases() []testCase {
+	var out []testCase
+	for _, wt := range weightTypes {
+		for _, split := range []bool{false, true} {
+			variant := wt.String()
+			if split {
+				variant += "+split"
+			}
+			for _, dim := range []int{1, 7, 33, 4097, modelDim} {
+				vocab := 37
+				if dim == modelDim {
+					vocab = modelVocab
+				}
+				for m := 1; m <= 5; m++ {
+					out = append(out, testCase{"embed", variant, fmt.Sprintf("dim=%d vocab=%d m=%d", dim, vocab, m), wt,
+						func(c *checker) { embedRun(c, wt, split, dim, vocab, m) }})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// embedRun gathers m random rows (among them the last row and, when split, the rows either side
+// of the split) into an output one row longer than m, dispatching that extra row too: it must
+// keep its poison. A split table is two dispatches, parts [0, h) and [h, vocab), each filling
+// only its own tokens.
+func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
+	table, seen := c.bigWeights(vocab*dim, 1, wt)
+	h := vocab / 2
+	toks := make([]int, m)
+	tu := make([]uint32, m)
+	for i := range toks {
+		toks[i] = c.rng.Intn(vocab)
+		switch {
+		case i == m-1 && m > 1:
+			toks[i] = vocab - 1
+		case i == 0 && m > 2:
+			toks[i] = h
+		case i == 1 && m > 3:
+			toks[i] = h - 1
+		}
+		tu[i] = uint32(toks[i])
+	}
+	x := c.poisoned((m + 1) * dim)
+	tb := c.u32(tu)
+	call := func(part *webgpu.Buffer, row0, rows int) runtime.KernelCall {
+		return runtime.KernelCall{Kernel: "embed", Weights: wt,
+			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0)},
+			Buffers: []webgpu.Binding{{Buffer: tb}, {Buffer: part}, {Buffer: x}},
+			Grid:    runtime.Fixed(ceilDiv(dim, 64), uint32(m+1), 1)}
+	}
+	step := runtime.StepBlock{M: uint32(m)}
+	if !split || h == 0 {
+		c.dispatch(step, call(table, 0, vocab))
+	} else {
+		lo, _ := c.weights(seen[:h*dim], wt) // already representable: the same bits
+		hi, _ := c.weights(seen[h*dim:], wt)
+		c.dispatch(step, call(hi, h, vocab-h), call(lo, 0, h))
+	}
+	want := append(ref.Embed(seen, toks, dim), poisonSlice(dim)...)
+	c.expect("x", c.readF32(x, (m+1)*dim), want, tolFor("embed", wt))
+}
+
+func rmsnormCases() []testCase {
+	var out []testCase
+	for _, wt := range weightTypes {
+		for _, n := range []int{1, 7, 33, 4097, modelDim} {
+			for m := 1; m <= 3; m++ {
+				out = append(out, testCase{"rmsnorm", wt.String(), fmt.Sprintf("n=%d m=%d", n, m), wt,
+					func(c *checker) { rmsnormRun(c, wt, n, m) }})
+			}
+		}
+	}
+	return out
+}
+
+func rmsnormRun(c *checker, wt wgsl.WeightType, n, m int) {
+	x := c.uniform(m*n, 2)
+	w := c.uniform(n, 0.5)
+	for i := range w {
+		w[i]++
+	}
+	wb, seen := c.weights(w, wt)
+	y := c.poisoned((m + 1) * n)
+	c.dispatch(runtime.StepBlock{M: uint32(m)}, runtime.KernelCall{Kernel: "rmsnorm", Weights: wt,
+		Params:  runtime.RMSNormParams{N: uint32(n), Eps: eps},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: y}},
+		Grid:    runtime.Fixed(1, uint32(m+1), 1)})
+	want := append(ref.RMSNorm(x, seen, m, n, eps), poisonSlice(n)...)
+	c.expect("y", c.readF32(y, (m+1)*n), want, tolFor("rmsnorm", wt))
+}
+
+// fusion is one combination of matvec's / matmul's override switches.
+type fusion struct {
+	name                            string
+	norm, swiglu, bias, accum, last bool
+}
+
+func (f fusion) overrides() runtime.Overrides {
+	o := runtime.Overrides{}
+	for _, s := range []struct {
+		on   bool
+		name string
+	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}} {
+		if s.on {
+			o[s.name] = 1
+		}
+	}
+	return o
+}
+
+// The fusions checked: each switch alone, and the combinations the model uses.
+var fusions = []fusion{
+	{name: ""}, {name: "NORM", norm: true}, {name: "SWIGLU", swiglu: true},
+	{name: "HAS_BIAS", bias: true}, {name: "ACCUM", accum: true}, {name: "LAST_ROWS", last: true},
+	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
+}
+
+// The (N, K) shapes: awkward ones, then stories15M's FFN up (768, 288) and classifier.
+var matShapes = [][2]int{{1, 1}, {7, 7}, {33, 33}, {4097, 7}, {7, 4097}, {modelHidden, modelDim}, {modelVocab, modelDim}}
+
+func variantName(wt wgsl.WeightType, f fusion) string {
+	if f.name == "" {
+		return wt.String()
+	}
+	return wt.String() + "+" + f.name
+}
+
+func matvecCases() []testCase {
+	var out []testCase
+	for _, wt := range weightTypes {
+		for _, f := range fusions {
+			for _, s := range matShapes {
+				for _, m := range []int{1, 3, 9} {
+					out = append(out, linCase("matvec", wt, f, m, s[0], s[1]))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// matmulCases checks the classifier shape only at m = 17 and with the fusions a classifier
+// has (none, NORM, NORM+HAS_BIAS): at 157M multiply-adds a case, its float64 reference costs
+// more than the lavapipe dispatch, and the awkward shapes cover every fusion.
+func matmulCases() []testCase {
+	var out []testCase
+	for _, wt := range weightTypes {
+		for _, f := range fusions {
+			if f.last {
+				continue
+			}
+			for _, s := range matShapes {
+				for _, m := range []int{17, 33, 64} {
+					if s[0] == modelVocab && (m > 17 || f.swiglu || f.accum || (f.bias && !f.norm)) {
+						continue
+					}
+					out = append(out, linCase("matmul", wt, f, m, s[0], s[1]))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func linCase(kernel string, wt wgsl.WeightType, f fusion, m, n, k int) testCase {
+	size := fmt.Sprintf("m=%d N=%d K=%d", m, n, k)
+	if f.last {
+		size += fmt.Sprintf(" n_draft=%d", m/2)
+	}
+	return testCase{kernel, variantName(wt, f), size, wt, func(c *checker) { linRun(c, kernel, wt, f, m, n, k) }}
+}
+
+// linRun checks y[r, col0 + n] (+)= xin[row0 + r, :] . w[n, :] (+ bias[col0 + n]) for r <
+// rows. One-row cases write a dense y; the others write columns col0 = 3 .. 3+N of a wider y
+// (y_stride = N + 5), whose other columns and extra last row must keep their poison.
+func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int) {
+	rows, row0, nDraft := m, 0, 0
+	if f.last {
+		nDraft = m / 2
+		rows = nDraft + 1
+		row0 = m - rows
+	}
+	col0, stride := 0, n
+	if m > 1 {
+		col0, stride = 3, n+5
+	}
+	xw := k
+	if f.swiglu {
+		xw = 2 * k
+	}
+	x := c.uniform(m*xw, 1)
+	wb, w := c.bigWeights(n*k, 1/sqrtf(k), wt)
+	bias := c.uniform(stride, 0.5)
+	normw := c.uniform(k, 0.5)
+	for i := range normw {
+		normw[i]++
+	}
+	y0 := poisonSlice((rows + 1) * stride)
+	var resid []float32 // [rows, N]
+	if f.accum {
+		resid = c.uniform(rows*n, 1)
+		for r := 0; r < rows; r++ {
+			copy(y0[r*stride+col0:], resid[r*n:(r+1)*n])
+		}
+	}
+	y := c.f32(y0)
+	grid := runtime.Fixed(ceilDiv(n, 64), 1, 1)
+	if kernel == "matmul" {
+		grid = runtime.Fixed(ceilDiv(n, 64), ceilDiv(m, 16), 1)
+	}
+	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: f.overrides(),
+		Params: runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, Col0: uint32(col0), YStride: uint32(stride)},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: c.f32(bias)},
+			{Buffer: c.f32(normw)}, {Buffer: y}},
+		Grid: grid})
+
+	xin := x[row0*xw : (row0+rows)*xw]
+	if f.swiglu {
+		xin = ref.SwiGLUPacked(xin, rows, k)
+	}
+	if f.norm {
+		xin = ref.RMSNorm(xin, normw, rows, k, eps)
+	}
+	var b []float32
+	if f.bias {
+		b = bias[col0 : col0+n]
+	}
+	got := ref.MatMul(xin, w, b, resid, rows, n, k)
+	want := poisonSlice((rows + 1) * stride)
+	for r := 0; r < rows; r++ {
+		copy(want[r*stride+col0:], got[r*n:(r+1)*n])
+	}
+	c.expect("y", c.readF32(y, len(want)), want, tolFor(kernel, wt))
+}

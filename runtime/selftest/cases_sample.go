@@ -1,0 +1,267 @@
+package selftest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
+)
+
+func sampleCases() []testCase {
+	var out []testCase
+	add := func(variant, size string, run func(c *checker)) {
+		out = append(out, testCase{"sample", variant, size, wgsl.F32, run})
+	}
+	for _, V := range []int{1, 7, 33, 4097, modelVocab} {
+		add("greedy", fmt.Sprintf("V=%d", V), func(c *checker) { greedyRun(c, V) })
+	}
+	// The full grid of sampling parameters on V = 33 and 4097; on the model's vocabulary (where
+	// one top-p dispatch is ~10 ms of lavapipe, 50 seeds each) three representative settings.
+	for _, V := range []int{33, 4097} {
+		for _, temp := range []float32{0.7, 1} {
+			for _, k := range []int{0, 5, 40} {
+				for _, p := range []float32{1, 0.9, 0.5} {
+					sp := ref.SamplingParams{Temperature: temp, TopK: k, TopP: p}
+					add(paramsName(sp), fmt.Sprintf("V=%d", V), func(c *checker) { stochasticRun(c, V, sp) })
+				}
+			}
+		}
+	}
+	for _, sp := range []ref.SamplingParams{{Temperature: 1, TopP: 1}, {Temperature: 0.7, TopK: 40, TopP: 0.9}, {Temperature: 1, TopP: 0.5}} {
+		add(paramsName(sp), fmt.Sprintf("V=%d", modelVocab), func(c *checker) { stochasticRun(c, modelVocab, sp) })
+	}
+	modes := []ref.SamplingParams{{}, {Temperature: 0.8, TopP: 1}, {Temperature: 1, TopK: 5, TopP: 0.9}}
+	for _, sp := range modes {
+		for _, hasQ := range []bool{false, true} {
+			variant := "reject " + paramsName(sp)
+			if hasQ {
+				variant += " q"
+			}
+			for k := 1; k <= 8; k++ {
+				add(variant, fmt.Sprintf("V=33 n_draft=%d", k), func(c *checker) { rejectionRun(c, 33, k, hasQ, sp) })
+			}
+			add(variant, "V=4097 n_draft=4", func(c *checker) { rejectionRun(c, 4097, 4, hasQ, sp) })
+		}
+	}
+	return out
+}
+
+func paramsName(p ref.SamplingParams) string {
+	if p.Greedy() {
+		return "greedy"
+	}
+	return fmt.Sprintf("T=%g top_k=%d top_p=%g", p.Temperature, p.TopK, p.TopP)
+}
+
+// sampler is a recorded sample dispatch over logits [rows, V] with its output [rows + 1].
+type sampler struct {
+	c                 *checker
+	prog              *runtime.Program
+	logits, drafts, q *webgpu.Buffer
+	out               *webgpu.Buffer
+	rows              int
+	agree, trials     int
+	threshold         float64
+	step              runtime.StepBlock
+	seedBase          uint64
+}
+
+func newSampler(c *checker, logits []float32, V, nDraft int, q []float32, threshold float64) *sampler {
+	s := &sampler{c: c, rows: nDraft + 1, threshold: threshold}
+	s.logits = c.f32(logits)
+	s.drafts = c.u32(make([]uint32, max(nDraft, 1)))
+	if q == nil {
+		q = []float32{0}
+	}
+	s.q = c.f32(q)
+	s.out = c.u32(make([]uint32, nDraft+2))
+	p, err := c.d.NewProgram()
+	c.must(err)
+	c.must(p.Add(runtime.KernelCall{Kernel: "sample", Weights: wgsl.F32, Params: runtime.SampleParams{Vocab: uint32(V)},
+		Buffers: []webgpu.Binding{{Buffer: s.logits}, {Buffer: s.drafts}, {Buffer: s.q}, {Buffer: s.out}},
+		Grid:    runtime.Fixed(1, 1, 1)}))
+	s.prog = p
+	s.seedBase = c.rng.Uint64()
+	s.step = runtime.StepBlock{Seq: uint32(c.rng.Intn(1000)), Vocab: uint32(V), TopP: 1}
+	return s
+}
+
+// setParams copies sampling parameters into the Step block.
+func (s *sampler) setParams(p ref.SamplingParams) {
+	s.step.Temperature, s.step.TopK, s.step.TopP = p.Temperature, uint32(max(p.TopK, 0)), p.TopP
+}
+
+// seed is trial i's seed.
+func (s *sampler) seed(i int) uint64 { return s.seedBase + uint64(i)*0x9E3779B97F4A7C15 }
+
+// trial runs the dispatch once for seed i and compares out with want = [n, tokens...].
+func (s *sampler) trial(i int, drafts []int, want []int) {
+	c := s.c
+	s.step.SeedLo, s.step.SeedHi = uint32(s.seed(i)), uint32(s.seed(i)>>32)
+	if len(drafts) > 0 {
+		du := make([]uint32, len(drafts))
+		for j, d := range drafts {
+			du[j] = uint32(d)
+		}
+		s.drafts.Write(0, runtime.U32Bytes(du))
+	}
+	poison := make([]uint32, s.rows+1)
+	for j := range poison {
+		poison[j] = PoisonU32
+	}
+	s.out.Write(0, runtime.U32Bytes(poison))
+	c.must(s.prog.Run(&s.step))
+	got := c.readU32(s.out, s.rows+1)
+	w := slices.Clone(poison)
+	w[0] = uint32(len(want))
+	for j, t := range want {
+		w[1+j] = uint32(t)
+	}
+	s.trials++
+	c.res.checked++
+	if slices.Equal(got, w) {
+		s.agree++
+		return
+	}
+	c.mismatch(fmt.Sprintf("seed %#x: got %s want %s", s.seed(i), fmtOut(got), fmtOut(w)))
+}
+
+func fmtOut(v []uint32) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(int32(x))
+		if x == PoisonU32 {
+			parts[i] = "poison"
+		}
+	}
+	return fmt.Sprint(parts)
+}
+
+// finish records the agreement rate; under the threshold the case fails with the first
+// mismatches as evidence, at or above it the (tolerated) mismatches are dropped.
+func (s *sampler) finish() {
+	r := s.c.res
+	r.Agreement = float64(s.agree) / float64(s.trials)
+	if r.Agreement >= s.threshold {
+		r.FirstMismatches = nil
+	} else if r.Err == "" {
+		r.Err = fmt.Sprintf("agreement %.2f < %.2f", r.Agreement, s.threshold)
+	}
+}
+
+// randomLogits returns n logits ~ N(0, scale^2).
+func (c *checker) randomLogits(n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(c.rng.NormFloat64() * scale)
+	}
+	return v
+}
+
+// greedyRun checks temperature 0 against ref.Argmax on random logits, on logits whose maximum
+// appears twice (the lowest index wins), and on constant logits.
+func greedyRun(c *checker, V int) {
+	rows := [][]float32{c.randomLogits(V, 2), c.randomLogits(V, 2), make([]float32, V)}
+	tie := rows[1]
+	a := ref.Argmax(tie)
+	tie[c.rng.Intn(V)] = tie[a]
+	s := newSampler(c, rows[0], V, 0, nil, 1)
+	s.step.M, s.step.Pos0 = 3, uint32(c.rng.Intn(100))
+	for i, l := range rows {
+		s.logits.Write(0, runtime.F32Bytes(l))
+		s.trial(i, nil, []int{ref.Argmax(l)})
+	}
+	s.finish()
+}
+
+// stochasticRun checks sampling against ref.Sample for the same (seed, seq, pos), pos being the
+// produced token's position pos0 + m, over 50 seeds.
+func stochasticRun(c *checker, V int, p ref.SamplingParams) {
+	logits := c.randomLogits(V, 2)
+	s := newSampler(c, logits, V, 0, nil, sampleAgreement)
+	s.setParams(p)
+	s.step.M, s.step.Pos0 = uint32(1+c.rng.Intn(4)), uint32(c.rng.Intn(500))
+	probs := ref.ProcessedProbs(logits, p) // Sample = GumbelMax(ProcessedProbs), hoisted
+	pos := s.step.Pos0 + s.step.M
+	for i := 0; i < seeds; i++ {
+		want := ref.GumbelMax(probs, s.seed(i), s.step.Seq, pos)
+		s.trial(i, nil, []int{want})
+	}
+	s.finish()
+}
+
+// rejectionRun checks the verification of k drafts against ref.RejectionSample over 50 seeds,
+// with fresh drafts per seed. Each target row has a likely token (logit + 5); drafts are drawn
+// from q when it is given, else are the likely token 80% of the time, so that acceptance,
+// rejection and the bonus token all occur.
+func rejectionRun(c *checker, V, k int, hasQ bool, p ref.SamplingParams) {
+	likely := make([]int, k+1)
+	logits := c.randomLogits((k+1)*V, 1.5)
+	for j := range likely {
+		likely[j] = c.rng.Intn(V)
+		logits[j*V+likely[j]] += 5
+	}
+	var q []float32 // [k, V]
+	if hasQ {
+		q = make([]float32, k*V)
+		for j := 0; j < k; j++ {
+			w := make([]float64, V)
+			var sum float64
+			for i := range w {
+				w[i] = math.Exp(c.rng.NormFloat64())
+				if i == likely[j] {
+					w[i] *= math.Exp(3)
+				}
+				sum += w[i]
+			}
+			for i := range w {
+				q[j*V+i] = float32(w[i] / sum)
+			}
+		}
+	}
+	threshold := rejectionAgreement
+	if p.Greedy() {
+		threshold = 1
+	}
+	s := newSampler(c, logits, V, k, q, threshold)
+	s.setParams(p)
+	s.step.NDraft = uint32(k)
+	s.step.M = uint32(k + 1 + c.rng.Intn(3))
+	s.step.Pos0 = uint32(c.rng.Intn(500))
+	s.step.HasQ = 0
+	if hasQ {
+		s.step.HasQ = 1
+	}
+	pos0 := s.step.Pos0 + s.step.M - uint32(k+1) + 1 // position of the token row 0 verifies
+	for i := 0; i < seeds; i++ {
+		drafts := make([]int, k)
+		for j := range drafts {
+			switch {
+			case hasQ:
+				drafts[j] = drawFrom(c, q[j*V:(j+1)*V])
+			case c.rng.Float64() < 0.8:
+				drafts[j] = likely[j]
+			default:
+				drafts[j] = c.rng.Intn(V)
+			}
+		}
+		want, _ := ref.RejectionSample(logits, drafts, q, p, s.seed(i), s.step.Seq, pos0)
+		s.trial(i, drafts, want)
+	}
+	s.finish()
+}
+
+// drawFrom samples an index of the distribution q with the case's random source.
+func drawFrom(c *checker, q []float32) int {
+	u := c.rng.Float64()
+	for i, v := range q {
+		if u -= float64(v); u < 0 {
+			return i
+		}
+	}
+	return len(q) - 1
+}

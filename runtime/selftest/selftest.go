@@ -1,0 +1,385 @@
+// Package selftest is wspec's portability suite: every WGSL kernel, in every weight type and
+// fusion the model uses, on awkward and model-sized shapes, run on a WebGPU adapter and checked
+// element by element against the float64 references of runtime/ref (the ground truth).
+//
+// Every case draws its inputs from a math/rand source seeded by the case's name, poisons its
+// output buffers (the NaN bit pattern Poison) before the dispatch, and checks both the values
+// the kernel must write and that every element it must not write still holds the poison. A
+// value passes when |got - want| <= Atol + Rtol*|want| (see tolerances); the first five
+// mismatches are kept as "index: got X want Y" strings, as in llm.c's dev/cuda checks.
+package selftest
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// Poison is the bit pattern output buffers are filled with before a dispatch: a quiet NaN
+// with a payload no arithmetic produces, so an element a kernel wrongly skips fails the value
+// check and an element it wrongly writes fails the untouched check.
+const Poison uint32 = 0x7FC0DEAD
+
+// PoisonU32 fills integer outputs (token ids, counts).
+const PoisonU32 uint32 = 0xDEADBEEF
+
+var poisonF32 = math.Float32frombits(Poison)
+
+// Result is the outcome of one kernel x variant x size case.
+type Result struct {
+	Kernel          string        `json:"kernel"`
+	Variant         string        `json:"variant"`
+	Size            string        `json:"size"`
+	Pass            bool          `json:"pass"`
+	MaxAbsErr       float64       `json:"max_abs_err"`
+	MaxRelErr       float64       `json:"max_rel_err"`         // |got-want| / max(|want|, 1e-3)
+	Agreement       float64       `json:"agreement,omitempty"` // stochastic sampling: share of seeds matching ref
+	Elapsed         time.Duration `json:"elapsed_ns"`          // the whole case: inputs, dispatch, reference
+	FirstMismatches []string      `json:"first_mismatches,omitempty"`
+	Err             string        `json:"err,omitempty"`     // a setup or device error (the case fails)
+	Skipped         string        `json:"skipped,omitempty"` // why the case did not run (it passes)
+	checked         int           // values compared
+}
+
+// Name is "kernel/variant/size", what Run's filter matches.
+func (r Result) Name() string { return r.Kernel + "/" + r.Variant + "/" + r.Size }
+
+// tol is a comparison tolerance: |got - want| <= atol + rtol*|want|.
+type tol struct{ atol, rtol float64 }
+
+// tolerances, per kernel and weight type. f16 cases compare against the reference computed on
+// the f16-rounded weights, so their error is accumulation order alone; the looser atol leaves
+// room for adapters that accumulate f16 products differently.
+//
+//	kernel     f32 atol  rtol   f16 atol  rtol   why
+//	embed      0         0      6.2e-5    0      a copy; f16 subnormals (< 6.1e-5) may be flushed
+//	rmsnorm    1e-4      1e-3   2e-3      1e-3   f32 sum of squares, inverseSqrt (2 ulp)
+//	matvec     1e-4      1e-3   2e-3      1e-3   f32 dot products of up to 4097 terms
+//	matmul     1e-4      1e-3   2e-3      1e-3   the same, register-blocked
+//	rope_kv    2e-3      1e-3   -         -      WGSL sin/cos: absolute 2^-11 on [-pi, pi]
+//	attention  2e-4      1e-3   -         -      f32 online softmax, exp (3 + 2|x| ulp)
+//	sample     exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
+var tolerances = map[string][2]tol{
+	"embed":     {{0, 0}, {6.2e-5, 0}},
+	"rmsnorm":   {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"matvec":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"matmul":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"rope_kv":   {{2e-3, 1e-3}, {2e-3, 1e-3}},
+	"attention": {{2e-4, 1e-3}, {2e-4, 1e-3}},
+}
+
+// Agreement thresholds of the stochastic sampling cases (Gumbel keys and acceptance ratios
+// computed in f32 can differ from float64 when two keys nearly tie).
+const (
+	sampleAgreement    = 0.99
+	rejectionAgreement = 0.98
+	seeds              = 50
+)
+
+// testCase is one kernel x variant x size check.
+type testCase struct {
+	kernel, variant, size string
+	wt                    wgsl.WeightType
+	run                   func(c *checker)
+}
+
+// allCases lists every case, in a fixed order.
+func allCases() []testCase {
+	var all []testCase
+	all = append(all, embedCases()...)
+	all = append(all, rmsnormCases()...)
+	all = append(all, matvecCases()...)
+	all = append(all, matmulCases()...)
+	all = append(all, ropeCases()...)
+	all = append(all, attentionCases()...)
+	all = append(all, sampleCases()...)
+	return all
+}
+
+// matches reports whether a case's name contains one of filter's comma-separated parts
+// (an empty filter matches every case).
+func matches(filter, name string) bool {
+	if strings.TrimSpace(filter) == "" {
+		return true
+	}
+	for _, f := range strings.Split(filter, ",") {
+		if f = strings.TrimSpace(f); f != "" && strings.Contains(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs every case whose "kernel/variant/size" name contains filter (or one of its
+// comma-separated parts; "" runs all) on d, logging failures and a summary through log
+// (which may be nil).
+func Run(d *runtime.Device, filter string, log func(string)) []Result {
+	if log == nil {
+		log = func(string) {}
+	}
+	cache := &weightCache{m: map[string]*sharedWeights{}}
+	defer cache.release()
+	var out []Result
+	kernels := map[string]bool{}
+	start := time.Now()
+	for _, tc := range allCases() {
+		name := tc.kernel + "/" + tc.variant + "/" + tc.size
+		if !matches(filter, name) {
+			continue
+		}
+		r := runCase(d, cache, tc)
+		if !r.Pass {
+			log(fmt.Sprintf("FAIL %s: %s %s", name, r.Err, strings.Join(r.FirstMismatches, "; ")))
+		}
+		kernels[tc.kernel] = true
+		out = append(out, r)
+	}
+	failed := 0
+	for _, r := range out {
+		if !r.Pass {
+			failed++
+		}
+	}
+	log(fmt.Sprintf("selftest: %d cases (%d kernels), %d failed, %.1fs on %s",
+		len(out), len(kernels), failed, time.Since(start).Seconds(), d.Adapter.Info.Name()))
+	return out
+}
+
+// caseError aborts a case from inside a helper.
+type caseError struct{ err error }
+
+func runCase(d *runtime.Device, cache *weightCache, tc testCase) (r Result) {
+	r = Result{Kernel: tc.kernel, Variant: tc.variant, Size: tc.size}
+	if tc.wt == wgsl.F16 && !d.HasF16 {
+		r.Pass, r.Skipped = true, "adapter lacks shader-f16"
+		return r
+	}
+	h := fnv.New64a()
+	h.Write([]byte(r.Name()))
+	c := &checker{d: d, res: &r, cache: cache, rng: rand.New(rand.NewSource(int64(h.Sum64())))}
+	t0 := time.Now()
+	defer func() {
+		r.Elapsed = time.Since(t0)
+		for _, b := range c.bufs {
+			b.Release()
+		}
+		if e := recover(); e != nil {
+			if ce, ok := e.(caseError); ok {
+				r.Err = ce.err.Error()
+			} else {
+				r.Err = fmt.Sprintf("panic: %v", e)
+			}
+			r.Pass = false
+			return
+		}
+		r.Pass = r.Err == "" && len(r.FirstMismatches) == 0 && (r.checked > 0 || r.Agreement > 0)
+		if !r.Pass && r.Err == "" && len(r.FirstMismatches) == 0 {
+			r.Err = "nothing was checked"
+		}
+	}()
+	tc.run(c)
+	return r
+}
+
+// checker holds one case's state: its device, random source, buffers and result.
+type checker struct {
+	d     *runtime.Device
+	res   *Result
+	cache *weightCache
+	rng   *rand.Rand
+	bufs  []*webgpu.Buffer
+}
+
+func (c *checker) must(err error) {
+	if err != nil {
+		panic(caseError{err})
+	}
+}
+
+func (c *checker) keep(b *webgpu.Buffer, err error) *webgpu.Buffer {
+	c.must(err)
+	c.bufs = append(c.bufs, b)
+	return b
+}
+
+func (c *checker) f32(v []float32) *webgpu.Buffer { return c.keep(c.d.UploadF32("selftest", v)) }
+
+func (c *checker) u32(v []uint32) *webgpu.Buffer {
+	if len(v) == 0 {
+		v = []uint32{0}
+	}
+	return c.keep(c.d.UploadBytes("selftest", runtime.U32Bytes(v)))
+}
+
+// weights uploads w as the kernel's wtype and returns the buffer and the values the kernel
+// sees (w itself, or w rounded to f16).
+func (c *checker) weights(w []float32, wt wgsl.WeightType) (*webgpu.Buffer, []float32) {
+	if wt == wgsl.F32 {
+		return c.f32(w), w
+	}
+	raw, seen := toF16(w)
+	return c.keep(c.d.UploadBytes("selftest f16", raw)), seen
+}
+
+// poisoned makes a storage buffer of n floats filled with Poison.
+func (c *checker) poisoned(n int) *webgpu.Buffer { return c.f32(poisonSlice(n)) }
+
+func poisonSlice(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = poisonF32
+	}
+	return v
+}
+
+// uniform returns n values uniform in [-scale, scale).
+func (c *checker) uniform(n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32((2*c.rng.Float64() - 1) * scale)
+	}
+	return v
+}
+
+// dispatch records calls in a fresh program and runs it once for step.
+func (c *checker) dispatch(step runtime.StepBlock, calls ...runtime.KernelCall) *runtime.Program {
+	p, err := c.d.NewProgram()
+	c.must(err)
+	for _, call := range calls {
+		c.must(p.Add(call))
+	}
+	c.must(p.Run(&step))
+	return p
+}
+
+func (c *checker) readF32(b *webgpu.Buffer, n int) []float32 {
+	v, err := c.d.ReadF32(b, n)
+	c.must(err)
+	return v
+}
+
+func (c *checker) readU32(b *webgpu.Buffer, n int) []uint32 {
+	v, err := c.d.ReadU32(b, n)
+	c.must(err)
+	return v
+}
+
+// expect compares got with want element by element: where want holds Poison (bit for bit)
+// got must still hold it; elsewhere |got - want| <= t.atol + t.rtol*|want|.
+func (c *checker) expect(what string, got, want []float32, t tol) {
+	r := c.res
+	if len(got) != len(want) {
+		c.must(fmt.Errorf("%s: %d values read, %d expected", what, len(got), len(want)))
+	}
+	for i := range want {
+		r.checked++
+		if math.Float32bits(want[i]) == Poison {
+			if math.Float32bits(got[i]) != Poison {
+				c.mismatch(fmt.Sprintf("%s[%d]: got %g (0x%08x) want poison (untouched)", what, i, got[i], math.Float32bits(got[i])))
+			}
+			continue
+		}
+		g, w := float64(got[i]), float64(want[i])
+		d := math.Abs(g - w)
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			d = math.MaxFloat64
+		}
+		r.MaxAbsErr = math.Max(r.MaxAbsErr, d)
+		r.MaxRelErr = math.Max(r.MaxRelErr, math.Min(d/math.Max(math.Abs(w), 1e-3), math.MaxFloat64))
+		if !(d <= t.atol+t.rtol*math.Abs(w)) {
+			c.mismatch(fmt.Sprintf("%s[%d]: got %.7g want %.7g", what, i, g, w))
+		}
+	}
+}
+
+// expectU32 compares integer outputs exactly.
+func (c *checker) expectU32(what string, got, want []uint32) {
+	for i := range want {
+		c.res.checked++
+		if got[i] != want[i] {
+			c.mismatch(fmt.Sprintf("%s[%d]: got %d want %d", what, i, int32(got[i]), int32(want[i])))
+		}
+	}
+}
+
+func (c *checker) mismatch(s string) {
+	if len(c.res.FirstMismatches) < 5 {
+		c.res.FirstMismatches = append(c.res.FirstMismatches, s)
+	}
+}
+
+func tolFor(kernel string, wt wgsl.WeightType) tol { return tolerances[kernel][wt] }
+
+// toF16 converts v to IEEE binary16 (round to nearest even, subnormals kept, overflow to
+// infinity) and returns the little-endian bits and the values they hold.
+func toF16(v []float32) ([]byte, []float32) {
+	raw := make([]byte, 2*len(v))
+	seen := make([]float32, len(v))
+	for i, f := range v {
+		h := F32ToF16(f)
+		raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
+		seen[i] = F16ToF32(h)
+	}
+	return raw, seen
+}
+
+// F32ToF16 rounds f to the nearest binary16 (ties to even).
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23) & 0xff
+	mant := b & 0x7fffff
+	if exp == 0xff {
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 { // subnormal half (or zero)
+		if e < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint32(14 - e)
+		h := mant >> shift
+		rem, half := mant&(1<<shift-1), uint32(1)<<(shift-1)
+		if rem > half || (rem == half && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(e)<<10 | mant>>13
+	if rem := mant & 0x1fff; rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // a carry into the exponent is right, up to infinity
+	}
+	return sign | uint16(h)
+}
+
+// F16ToF32 widens binary16 bits h exactly.
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0:
+		v := float32(mant) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+}

@@ -1,0 +1,117 @@
+package selftest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wspec/wspec/runtime"
+)
+
+var sharedDevice *runtime.Device
+
+// testDevice opens the default adapter (or WSPEC_ADAPTER's) once. A machine without one
+// fails: CI has lavapipe, so these tests never skip.
+func testDevice(t testing.TB) *runtime.Device {
+	t.Helper()
+	if sharedDevice == nil {
+		d, err := runtime.OpenDevice(runtime.AdapterChoice(os.Getenv("WSPEC_ADAPTER")))
+		if err != nil {
+			t.Fatalf("no WebGPU device (run ./setup.sh): %v", err)
+		}
+		sharedDevice = d
+	}
+	return sharedDevice
+}
+
+// TestPortability runs every case on the adapter and fails on any failing one. Set
+// WSPEC_SELFTEST to a filter to run a subset, WSPEC_SELFTEST_JSON to a path to keep the report.
+func TestPortability(t *testing.T) {
+	d := testDevice(t)
+	filter := os.Getenv("WSPEC_SELFTEST")
+	rep := NewReport(d, filter, func(s string) { t.Log(s) })
+	t.Logf("\n%s", Table(rep))
+	if p := os.Getenv("WSPEC_SELFTEST_JSON"); p != "" {
+		if err := WriteJSON(p, []Report{rep}); err != nil {
+			t.Error(err)
+		}
+	}
+	if rep.Cases == 0 {
+		t.Fatalf("no case matches %q", filter)
+	}
+	if rep.Failed > 0 {
+		t.Fatalf("selftest: %d of %d cases failed", rep.Failed, rep.Cases)
+	}
+	t.Logf("selftest: %d cases (%d kernels), all passed in %.1fs", rep.Cases, rep.Kernels, rep.Elapsed.Seconds())
+	// Print it outside the test log too, so that `go test` without -v shows the count.
+	fmt.Printf("selftest: %d cases (%d kernels), all passed\n", rep.Cases, rep.Kernels)
+}
+
+// The checker must catch what it exists to catch: a wrong value, an untouched element that
+// was written, a NaN, and the poison left where a value was due.
+func TestExpectCatches(t *testing.T) {
+	p := poisonF32
+	for _, c := range []struct {
+		name      string
+		got, want []float32
+		fail      bool
+	}{
+		{"equal", []float32{1, 2, p}, []float32{1, 2, p}, false},
+		{"within tolerance", []float32{1.0005}, []float32{1}, false},
+		{"wrong value", []float32{1, 2.1}, []float32{1, 2}, true},
+		{"wrote an untouched element", []float32{1, 0}, []float32{1, p}, true},
+		{"left the poison", []float32{p}, []float32{1}, true},
+		{"NaN", []float32{float32(math.NaN())}, []float32{1}, true},
+	} {
+		r := &Result{}
+		ch := &checker{res: r}
+		ch.expect("y", c.got, c.want, tol{1e-4, 1e-3})
+		if failed := len(r.FirstMismatches) > 0; failed != c.fail {
+			t.Errorf("%s: failed = %v (%v), want %v", c.name, failed, r.FirstMismatches, c.fail)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestF16(t *testing.T) {
+	for _, c := range []struct {
+		f float32
+		h uint16
+	}{
+		{0, 0}, {1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {65520, 0x7c00}, {1e9, 0x7c00},
+		{5.960464477539063e-08, 0x0001}, {2.98e-08, 0}, {2.99e-08, 0x0001}, {6.097555160522461e-05, 0x03ff},
+		{6.103515625e-05, 0x0400}, {1 + 1.0/2048, 0x3c00}, {1 + 3.0/2048, 0x3c02}, {0.1, 0x2e66},
+	} {
+		if h := F32ToF16(c.f); h != c.h {
+			t.Errorf("F32ToF16(%g) = %#04x, want %#04x", c.f, h, c.h)
+		}
+	}
+	for h := 0; h < 0x7c00; h++ { // every finite positive half round-trips
+		if F32ToF16(F16ToF32(uint16(h))) != uint16(h) || F32ToF16(-F16ToF32(uint16(h))) != uint16(h)|0x8000 {
+			t.Fatalf("half %#04x does not round-trip (%g)", h, F16ToF32(uint16(h)))
+		}
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	rep := Summarize(testDevice(t).Adapter.Info, []Result{{Kernel: "k", Variant: "f32", Size: "n=1", Pass: true, Elapsed: time.Millisecond}})
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := WriteJSON(path, []Report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	var back []Report
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 1 || back[0].Cases != 1 || back[0].Results[0].Kernel != "k" {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	if !strings.Contains(Table(rep), "1/1") {
+		t.Errorf("table:\n%s", Table(rep))
+	}
+}

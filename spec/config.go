@@ -1,0 +1,142 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// MaxSpeculativeTokens is the most draft tokens one step verifies (the device's MaxDraft
+// default; the verify step's matvec handles at most 16 rows).
+const MaxSpeculativeTokens = 8
+
+// Modes are the speculative decoding methods a Config may name, in vLLM's spelling. A mode is
+// usable once a drafter of that name is registered (see Names).
+var Modes = []string{"ngram", "draft_model", "medusa", "eagle", "eagle3"}
+
+// Default n-gram sizes of the ngram drafter (vLLM's prompt_lookup_min / prompt_lookup_max).
+const (
+	DefaultPromptLookupMin = 1
+	DefaultPromptLookupMax = 3
+)
+
+// Config selects and sizes a drafter. It is read from vLLM-style JSON, e.g.
+//
+//	--speculative-config '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":3}'
+//
+// "mode" is accepted as another name of "method". Call Validate (or use ParseConfig) before
+// use: it fills the defaults.
+type Config struct {
+	Mode                 string `json:"method"`
+	NumSpeculativeTokens int    `json:"num_speculative_tokens"`
+	Model                string `json:"model"`
+	PromptLookupMin      int    `json:"prompt_lookup_min"`
+	PromptLookupMax      int    `json:"prompt_lookup_max"`
+}
+
+// configJSON is Config's JSON form, with the "mode" alias.
+type configJSON struct {
+	Method               *string `json:"method"`
+	Mode                 *string `json:"mode"`
+	NumSpeculativeTokens int     `json:"num_speculative_tokens"`
+	Model                string  `json:"model"`
+	PromptLookupMin      int     `json:"prompt_lookup_min"`
+	PromptLookupMax      int     `json:"prompt_lookup_max"`
+}
+
+const configFields = "method (or mode), num_speculative_tokens, model, prompt_lookup_min, prompt_lookup_max"
+
+// UnmarshalJSON reads a JSON object with the fields above; an unknown field is an error (a
+// misspelt option should not be ignored silently).
+func (c *Config) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var j configJSON
+	if err := dec.Decode(&j); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			return fmt.Errorf("speculative config: %v (the fields are %s)", err, configFields)
+		}
+		return fmt.Errorf("speculative config: %w", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("speculative config: more than one JSON value")
+	}
+	mode := ""
+	switch {
+	case j.Method != nil && j.Mode != nil && *j.Method != *j.Mode:
+		return fmt.Errorf("speculative config: method %q and mode %q disagree (give one of them)", *j.Method, *j.Mode)
+	case j.Method != nil:
+		mode = *j.Method
+	case j.Mode != nil:
+		mode = *j.Mode
+	}
+	*c = Config{Mode: mode, NumSpeculativeTokens: j.NumSpeculativeTokens, Model: j.Model,
+		PromptLookupMin: j.PromptLookupMin, PromptLookupMax: j.PromptLookupMax}
+	return nil
+}
+
+// ParseConfig reads a --speculative-config JSON object and validates it (filling defaults).
+func ParseConfig(s string) (Config, error) {
+	var c Config
+	if err := c.UnmarshalJSON([]byte(s)); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate fills the defaults and checks c:
+//
+//   - Mode is one of Modes (case-insensitive, stored lower case). When it is empty, a model
+//     of "ngram" or "[ngram]" means ngram (vLLM's old spelling) and any other model means
+//     draft_model.
+//   - NumSpeculativeTokens (k) is in 1..MaxSpeculativeTokens.
+//   - ngram: PromptLookupMin defaults to 1 and PromptLookupMax to max(3, min); they need
+//     1 <= min <= max.
+//   - draft_model, medusa, eagle, eagle3 need a Model.
+func (c *Config) Validate() error {
+	c.Mode = strings.ToLower(strings.TrimSpace(c.Mode))
+	if c.Mode == "" {
+		switch c.Model {
+		case "":
+			return fmt.Errorf("speculative config: no method (want one of %s)", strings.Join(Modes, ", "))
+		case "ngram", "[ngram]":
+			c.Mode, c.Model = "ngram", ""
+		default:
+			c.Mode = "draft_model"
+		}
+	}
+	known := false
+	for _, m := range Modes {
+		known = known || m == c.Mode
+	}
+	if !known {
+		return fmt.Errorf("speculative config: unknown method %q (want one of %s)", c.Mode, strings.Join(Modes, ", "))
+	}
+	if k := c.NumSpeculativeTokens; k < 1 || k > MaxSpeculativeTokens {
+		return fmt.Errorf("speculative config: num_speculative_tokens %d outside 1..%d", k, MaxSpeculativeTokens)
+	}
+	if c.Mode == "ngram" {
+		if c.PromptLookupMin == 0 {
+			c.PromptLookupMin = DefaultPromptLookupMin
+		}
+		if c.PromptLookupMax == 0 {
+			c.PromptLookupMax = max(DefaultPromptLookupMax, c.PromptLookupMin)
+		}
+		if c.PromptLookupMin < 1 || c.PromptLookupMax < c.PromptLookupMin {
+			return fmt.Errorf("speculative config: ngram needs 1 <= prompt_lookup_min <= prompt_lookup_max, got %d and %d",
+				c.PromptLookupMin, c.PromptLookupMax)
+		}
+		return nil
+	}
+	if c.PromptLookupMin != 0 || c.PromptLookupMax != 0 {
+		return fmt.Errorf("speculative config: prompt_lookup_min/max are ngram options, not %s ones", c.Mode)
+	}
+	if c.Model == "" {
+		return fmt.Errorf("speculative config: method %s needs a model (the drafter's checkpoint folder)", c.Mode)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// matvec4.wgsl: matvec.wgsl for a width K that is a multiple of 4, reading each weight row as
+// vec4s: a quarter of the loads, which is what bounds a mat-vec on CPU adapters (every lane
+// gathers its own row). Same Params, bindings, fusions and semantics as matvec.wgsl; the host
+// picks it whenever K % 4 == 0.
+//!include common.wgsl
+struct Params {
+  n: u32, k: u32, eps: f32, col0: u32, y_stride: u32, _a: u32, _b: u32, _c: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<uniform> S: Step;
+@group(0) @binding(2) var<storage, read> x: array<f32>;          // [m, k] or [m, 2k] with SWIGLU
+@group(0) @binding(3) var<storage, read> w: array<vec4<wtype>>;  // [n, k / 4]
+@group(0) @binding(4) var<storage, read> bias: array<f32>;       // [y_stride]
+@group(0) @binding(5) var<storage, read> normw: array<f32>;      // [k]
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;    // [m, y_stride]
+override WG: u32 = 64;
+override NORM: bool = false;
+override SWIGLU: bool = false;
+override HAS_BIAS: bool = false;
+override ACCUM: bool = false;
+override LAST_ROWS: bool = false;
+const MAXM: u32 = 16u;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> rinv: array<f32, MAXM>;
+
+// xin4 is the (fused) input x[m, k..k+4], the same address in every lane: a broadcast load.
+fn xin4(m: u32, k: u32) -> vec4f {
+  if (SWIGLU) {
+    let b = m * 2u * P.k + k;
+    let g = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+    let u = vec4f(x[b + P.k], x[b + P.k + 1u], x[b + P.k + 2u], x[b + P.k + 3u]);
+    return g / (1.0 + exp(-g)) * u;
+  }
+  let b = m * P.k + k;
+  var v = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+  if (NORM) { v *= vec4f(normw[k], normw[k + 1u], normw[k + 2u], normw[k + 3u]); }
+  return v;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
+  var row0 = 0u;
+  var rows = min(S.m, MAXM);
+  if (LAST_ROWS) {
+    rows = min(S.n_draft + 1u, MAXM);
+    row0 = S.m - rows;
+  }
+  let k4 = P.k / 4u;
+  if (NORM) {
+    for (var r = 0u; r < rows; r++) {
+      var ss = 0.0;
+      for (var k = l.x; k < P.k; k += WG) { let v = x[(row0 + r) * P.k + k]; ss += v * v; }
+      red[l.x] = ss;
+      workgroupBarrier();
+      for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (l.x < s) { red[l.x] += red[l.x + s]; }
+        workgroupBarrier();
+      }
+      if (l.x == 0u) { rinv[r] = inverseSqrt(red[0] / f32(P.k) + P.eps); }
+      workgroupBarrier();
+    }
+  }
+  let n = wg.x * WG + l.x;
+  if (n >= P.n) { return; }
+  let wrow = n * k4;
+  let col = P.col0 + n;
+  if (rows == 1u) {
+    var a = vec4f(0.0);
+    for (var k = 0u; k < k4; k++) { a += vec4f(w[wrow + k]) * xin4(row0, 4u * k); }
+    var v = a.x + a.y + a.z + a.w;
+    if (NORM) { v *= rinv[0]; }
+    if (HAS_BIAS) { v += bias[col]; }
+    let i = row0 * 0u + col;
+    if (ACCUM) { v += y[i]; }
+    y[i] = v;
+    return;
+  }
+  var acc: array<vec4f, MAXM>;
+  for (var k = 0u; k < k4; k++) {
+    let wv = vec4f(w[wrow + k]);
+    for (var r = 0u; r < rows; r++) { acc[r] += wv * xin4(row0 + r, 4u * k); }
+  }
+  for (var r = 0u; r < rows; r++) {
+    var v = acc[r].x + acc[r].y + acc[r].z + acc[r].w;
+    if (NORM) { v *= rinv[r]; }
+    if (HAS_BIAS) { v += bias[col]; }
+    let i = r * P.y_stride + col;
+    if (ACCUM) { v += y[i]; }
+    y[i] = v;
+  }
+}
