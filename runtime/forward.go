@@ -51,6 +51,21 @@ func (m *Model) record(tiled bool) (*Program, error) {
 	ropeWork := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd)
 	for i, ly := range m.layers {
 		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
+		for j, al := range o.AuxLayers {
+			if al != i {
+				continue
+			}
+			err := p.Add(KernelCall{
+				Kernel: "copy_rows",
+				Params: CopyRowsParams{Width: uint32(c.Dim), SrcStride: uint32(c.Dim),
+					DstStride: uint32(len(o.AuxLayers) * c.Dim), DstOff: uint32(j * c.Dim)},
+				Buffers: []webgpu.Binding{{Buffer: m.x}, {Buffer: m.aux}},
+				Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(uint32(c.Dim), 64), s.M, 1 },
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
 		if err := p.AddMat(name("qkv"), ly.qkv, m.x, m.qkv, qkvW, MatFusion{Norm: ly.attnNorm, Eps: eps, Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
@@ -215,6 +230,7 @@ func (m *Model) run(seq *Sequence, chunk []uint32, step *StepBlock, last bool) e
 		return err
 	}
 	seq.Commit(pos0 + len(chunk))
+	m.lastPos0, m.lastM = pos0, len(chunk)
 	return nil
 }
 

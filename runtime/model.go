@@ -17,6 +17,9 @@ type ModelOptions struct {
 	Pages        int             // pages in the pool (default: enough for 2 full contexts)
 	MaxDraft     int             // most draft tokens verified in one step (default 8)
 	PrefillChunk int             // most prompt tokens per prefill step (default 128)
+	// AuxLayers asks for snapshots of the residual stream entering these layers, for every
+	// row of a step, side by side in Aux() ([chunk, len(AuxLayers) * dim]); EAGLE-3 reads them.
+	AuxLayers []int
 }
 
 func (o *ModelOptions) defaults(cfg *weights.Config) {
@@ -74,6 +77,9 @@ type Model struct {
 	staging        *webgpu.Buffer // map-read copy of out
 	scratch        *webgpu.Buffer // [page_size, n_kv, hd]: copy-on-write of a shared page
 	dummy          *webgpu.Buffer
+	aux            *webgpu.Buffer // [chunk, len(AuxLayers) * dim] or nil
+	lastPos0       int            // position of row 0 of the last step's activations
+	lastM          int            // rows of the last step
 
 	decode, prefill *Program // matvec (<= 16 rows) and tiled matmul programs
 }
@@ -173,6 +179,18 @@ func (m *Model) allocate() error {
 			return err
 		}
 		*s.b = b
+	}
+	if n := len(o.AuxLayers); n > 0 {
+		for _, l := range o.AuxLayers {
+			if l < 0 || l >= c.NLayers {
+				return fmt.Errorf("%w: aux layer %d of a %d-layer model", ErrBadInput, l, c.NLayers)
+			}
+		}
+		b, err := m.d.NewStorage("aux", uint64(4*chunk*n*c.Dim))
+		if err != nil {
+			return err
+		}
+		m.aux = b
 	}
 	var err error
 	m.staging, err = m.d.CreateBuffer("out staging", uint64(4*(o.MaxDraft+2)), webgpu.UsageMapRead|webgpu.UsageCopyDst)

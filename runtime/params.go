@@ -69,3 +69,6 @@ func paramBytes(v any) []byte {
 	}
 	return b.Bytes()
 }
+
+// CopyRowsParams mirrors copy_rows.wgsl's Params.
+type CopyRowsParams struct{ Width, SrcStride, DstStride, DstOff uint32 }

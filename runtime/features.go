@@ -1,0 +1,31 @@
+package runtime
+
+import "github.com/wspec/wspec/runtime/webgpu"
+
+// What drafters read of the target, on the device, right after a target step (the next step
+// overwrites them). Rows are the step's tokens: row r is the token at position LastStep's
+// pos0 + r.
+
+// Device is the model's device.
+func (m *Model) Device() *Device { return m.d }
+
+// LastStep returns the position of row 0 of the last step's activations and its row count.
+func (m *Model) LastStep() (pos0, rows int) { return m.lastPos0, m.lastM }
+
+// Hidden is the residual stream after the last layer, before the final norm: [chunk, dim].
+func (m *Model) Hidden() *webgpu.Buffer { return m.x }
+
+// Aux holds the residual stream entering each of Opts.AuxLayers: [chunk, len(AuxLayers) * dim].
+func (m *Model) Aux() *webgpu.Buffer { return m.aux }
+
+// FinalNorm is the final RMSNorm weight [dim] (f32).
+func (m *Model) FinalNorm() *webgpu.Buffer { return m.norm }
+
+// Embedding is the token embedding [vocab, dim].
+func (m *Model) Embedding() *Linear { return m.embed }
+
+// LMHead is the output projection [vocab, dim] (the embedding when tied).
+func (m *Model) LMHead() *Linear { return m.lmHead }
+
+// Dummy is a small buffer for bindings a kernel variant does not read.
+func (m *Model) Dummy() *webgpu.Buffer { return m.dummy }
