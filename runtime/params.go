@@ -30,9 +30,10 @@ type EmbedParams struct{ Dim, Rows, Row0, B uint32 }
 
 // RMSNormParams mirrors rmsnorm.wgsl's Params.
 type RMSNormParams struct {
-	N    uint32
-	Eps  float32
-	A, B uint32
+	N       uint32
+	Eps     float32
+	YStride uint32 // 0: N
+	YOff    uint32
 }
 
 // MatParams mirrors matvec.wgsl's and matmul.wgsl's Params.
@@ -72,3 +73,6 @@ func paramBytes(v any) []byte {
 
 // CopyRowsParams mirrors copy_rows.wgsl's Params.
 type CopyRowsParams struct{ Width, SrcStride, DstStride, DstOff uint32 }
+
+// ArgmaxParams mirrors argmax_rows.wgsl's Params.
+type ArgmaxParams struct{ Cols, OutOff, A, B uint32 }

@@ -4,6 +4,7 @@
 //   NORM:      xin = x * rsqrt(mean(x^2) + eps) * normw   (RMSNorm of the preceding layer)
 //   SWIGLU:    xin[m, k] = silu(x[m, k]) * x[m, K + k]     (x holds [gate | up], 2K wide)
 //   HAS_BIAS:  + bias[col0 + n]
+//   SILU:      silu(...) of the product (+ bias), before ACCUM (Medusa's residual blocks)
 //   ACCUM:     y += ...                                    (the residual add)
 //   LAST_ROWS: read only the last n_draft + 1 rows of x   (logits only where they are sampled)
 // A weight bigger than one binding is split by rows: each part is its own dispatch with col0.
@@ -29,6 +30,7 @@ override SWIGLU: bool = false;
 override HAS_BIAS: bool = false;
 override ACCUM: bool = false;
 override LAST_ROWS: bool = false;
+override SILU: bool = false;
 const MAXM: u32 = 16u;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXM>;
@@ -85,6 +87,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     var v = a.x + a.y + a.z + a.w;
     if (NORM) { v *= rinv[0]; }
     if (HAS_BIAS) { v += bias[col]; }
+    if (SILU) { v = silu(v); }
     if (ACCUM) { v += y[col]; }
     y[col] = v;
     return;
@@ -99,6 +102,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     var v = acc[r];
     if (NORM) { v *= rinv[r]; }
     if (HAS_BIAS) { v += bias[col]; }
+    if (SILU) { v = silu(v); }
     let i = r * P.y_stride + col;
     if (ACCUM) { v += y[i]; }
     y[i] = v;

@@ -19,6 +19,7 @@ override SWIGLU: bool = false;
 override HAS_BIAS: bool = false;
 override ACCUM: bool = false;
 override LAST_ROWS: bool = false;
+override SILU: bool = false;
 const MAXM: u32 = 16u;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXM>;
@@ -70,6 +71,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     var v = a.x + a.y + a.z + a.w;
     if (NORM) { v *= rinv[0]; }
     if (HAS_BIAS) { v += bias[col]; }
+    if (SILU) { v = silu(v); }
     let i = row0 * 0u + col;
     if (ACCUM) { v += y[i]; }
     y[i] = v;
@@ -84,6 +86,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     var v = acc[r].x + acc[r].y + acc[r].z + acc[r].w;
     if (NORM) { v *= rinv[r]; }
     if (HAS_BIAS) { v += bias[col]; }
+    if (SILU) { v = silu(v); }
     let i = r * P.y_stride + col;
     if (ACCUM) { v += y[i]; }
     y[i] = v;

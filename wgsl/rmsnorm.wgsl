@@ -1,12 +1,16 @@
 // rmsnorm.wgsl: y[m, :] = x[m, :] * w / sqrt(mean(x[m, :]^2) + eps); one workgroup per row.
 // (The model fuses the norm into the matmul that follows it; this kernel serves the drafters.)
 //!include common.wgsl
-struct Params { n: u32, eps: f32, _a: u32, _b: u32 }
+struct Params {
+  n: u32, eps: f32,
+  y_stride: u32, // row stride of y (0: n)
+  y_off: u32,    // first column of y written (to build [a | b] concatenations)
+}
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> x: array<f32>;          // [m, n]
 @group(0) @binding(3) var<storage, read> w: array<wtype>;        // [n]
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;    // [m, n]
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;    // [m, y_stride]
 override WG: u32 = 64;
 var<workgroup> red: array<f32, WG>;
 
@@ -24,5 +28,6 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     workgroupBarrier();
   }
   let rinv = inverseSqrt(red[0] / f32(P.n) + P.eps);
-  for (var i = l.x; i < P.n; i += WG) { y[base + i] = x[base + i] * rinv * f32(w[i]); }
+  let ys = select(P.y_stride, P.n, P.y_stride == 0u);
+  for (var i = l.x; i < P.n; i += WG) { y[m * ys + P.y_off + i] = x[base + i] * rinv * f32(w[i]); }
 }
