@@ -7,9 +7,17 @@ import (
 	"github.com/wspec/wspec/weights"
 )
 
+// Progress is told how many bytes of tensors have been read of how many.
+type Progress func(done, total int64)
+
 // LoadHostWeights reads a Llama-family checkpoint folder (config.json + safetensors) into
 // float32 host memory, checking every tensor's presence and shape against the config first.
 func LoadHostWeights(dir string) (*ref.LlamaWeights, error) {
+	return LoadHostWeightsProgress(dir, nil)
+}
+
+// LoadHostWeightsProgress is LoadHostWeights reporting its progress (progress may be nil).
+func LoadHostWeightsProgress(dir string, progress Progress) (*ref.LlamaWeights, error) {
 	cfg, err := weights.LoadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -19,18 +27,31 @@ func LoadHostWeights(dir string) (*ref.LlamaWeights, error) {
 		return nil, err
 	}
 	defer ck.Close()
-	return HostWeightsFrom(cfg, ck)
+	return hostWeightsFrom(cfg, ck, progress)
 }
 
 // HostWeightsFrom reads the tensors of cfg's architecture from ck.
 func HostWeightsFrom(cfg *weights.Config, ck *weights.Checkpoint) (*ref.LlamaWeights, error) {
+	return hostWeightsFrom(cfg, ck, nil)
+}
+
+func hostWeightsFrom(cfg *weights.Config, ck *weights.Checkpoint, progress Progress) (*ref.LlamaWeights, error) {
 	if err := cfg.CheckTensors(ck); err != nil {
 		return nil, err
+	}
+	var total, done int64
+	for _, name := range ck.Names() {
+		if t, err := ck.Tensor(name); err == nil {
+			total += int64(len(t.Data))
+		}
 	}
 	read := func(name string) ([]float32, error) {
 		t, err := ck.Tensor(name)
 		if err != nil {
 			return nil, err
+		}
+		if done += int64(len(t.Data)); progress != nil {
+			progress(done, total)
 		}
 		v, err := t.Float32()
 		if err != nil {

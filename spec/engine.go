@@ -48,6 +48,8 @@ func DefaultModelDir() (string, error) {
 type LoadOptions struct {
 	Adapter string // "" (first), an index, a backend or an adapter type
 	DType   string // "f32" (default) or "f16"
+	// Progress, when set, is told how many bytes of weights have been read of how many.
+	Progress runtime.Progress
 }
 
 // Engine is a loaded model on a device with its tokenizer.
@@ -82,7 +84,7 @@ func Load(dir string, o LoadOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, err := runtime.LoadHostWeights(dir)
+	host, err := runtime.LoadHostWeightsProgress(dir, o.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,42 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// BenchmarkDecodeStories15M: greedy decode of stories15M, f32 and f16 weights. Reports
+// ms/token, tokens/s, dispatches per token and the share of a token spent in per-dispatch
+// overhead (timestamp queries).
+func BenchmarkDecodeStories15M(b *testing.B) {
+	host, err := LoadHostWeights(storiesDir)
+	if err != nil {
+		b.Fatalf("%v (run ./setup.sh)", err)
+	}
+	tok, err := weights.LoadTokenizer(storiesDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := tok.Encode("Once upon a time", true)
+	for _, wt := range []wgsl.WeightType{wgsl.F32, wgsl.F16} {
+		b.Run(wt.String(), func(b *testing.B) {
+			m, err := NewModel(testDevice(b), host, ModelOptions{Weights: wt})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var last DecodeBench
+			for i := 0; i < b.N; i++ {
+				if last, err = m.BenchDecode(prompt, 64); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(last.PerToken.Microseconds())/1000, "ms/token")
+			b.ReportMetric(1/last.PerToken.Seconds(), "tok/s")
+			b.ReportMetric(float64(last.Dispatches), "dispatches/token")
+			b.ReportMetric(100*last.OverheadShare, "%overhead")
+			b.Log(last)
+		})
+	}
+}
