@@ -1,5 +1,5 @@
 // Command wspec runs decoder-only language models on any WebGPU adapter, with speculative
-// decoding. Subcommands: generate, devices, selftest, convert.
+// decoding. Subcommands: generate, devices, selftest, convert, bench.
 package main
 
 import (
@@ -17,6 +17,7 @@ var commands = []command{
 	{"devices", "list the WebGPU adapters with their features and limits", runDevices},
 	{"selftest", "run the kernel portability suite on every adapter (or one)", runSelftest},
 	{"convert", "convert a llama2.c checkpoint into a Hugging Face folder", runConvert},
+	{"bench", "measure decode speed (and speculation) on an adapter", runBench},
 }
 
 func usage() {
