@@ -127,36 +127,52 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
 func rmsnormCases() []testCase {
 	var out []testCase
 	for _, wt := range weightTypes {
-		for _, n := range []int{1, 7, 33, 4097, modelDim} {
-			for m := 1; m <= 3; m++ {
-				out = append(out, testCase{"rmsnorm", wt.String(), fmt.Sprintf("n=%d m=%d", n, m), wt,
-					func(c *checker) { rmsnormRun(c, wt, n, m) }})
+		for _, cols := range []bool{false, true} {
+			variant := wt.String()
+			if cols {
+				variant += "+y_off"
+			}
+			for _, n := range []int{1, 7, 33, 4097, modelDim} {
+				for m := 1; m <= 3; m++ {
+					out = append(out, testCase{"rmsnorm", variant, fmt.Sprintf("n=%d m=%d", n, m), wt,
+						func(c *checker) { rmsnormRun(c, wt, cols, n, m) }})
+				}
 			}
 		}
 	}
 	return out
 }
 
-func rmsnormRun(c *checker, wt wgsl.WeightType, n, m int) {
+// rmsnormRun normalises m rows into y, densely or (cols) into columns 3 .. 3+n of rows of
+// stride n + 5; the other columns and an extra row (dispatched too) must keep their poison.
+func rmsnormRun(c *checker, wt wgsl.WeightType, cols bool, n, m int) {
 	x := c.uniform(m*n, 2)
 	w := c.uniform(n, 0.5)
 	for i := range w {
 		w[i]++
 	}
 	wb, seen := c.weights(w, wt)
-	y := c.poisoned((m + 1) * n)
+	off, stride, pStride := 0, n, 0
+	if cols {
+		off, stride, pStride = 3, n+5, n+5
+	}
+	y := c.poisoned((m + 1) * stride)
 	c.dispatch(runtime.StepBlock{M: uint32(m)}, runtime.KernelCall{Kernel: "rmsnorm", Weights: wt,
-		Params:  runtime.RMSNormParams{N: uint32(n), Eps: eps},
+		Params:  runtime.RMSNormParams{N: uint32(n), Eps: eps, YStride: uint32(pStride), YOff: uint32(off)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: y}},
 		Grid:    runtime.Fixed(1, uint32(m+1), 1)})
-	want := append(ref.RMSNorm(x, seen, m, n, eps), poisonSlice(n)...)
-	c.expect("y", c.readF32(y, (m+1)*n), want, tolFor("rmsnorm", wt))
+	got := ref.RMSNorm(x, seen, m, n, eps)
+	want := poisonSlice((m + 1) * stride)
+	for r := 0; r < m; r++ {
+		copy(want[r*stride+off:], got[r*n:(r+1)*n])
+	}
+	c.expect("y", c.readF32(y, len(want)), want, tolFor("rmsnorm", wt))
 }
 
 // fusion is one combination of matvec's / matmul's override switches.
 type fusion struct {
-	name                            string
-	norm, swiglu, bias, accum, last bool
+	name                                  string
+	norm, swiglu, bias, accum, last, silu bool
 }
 
 func (f fusion) overrides() runtime.Overrides {
@@ -164,7 +180,7 @@ func (f fusion) overrides() runtime.Overrides {
 	for _, s := range []struct {
 		on   bool
 		name string
-	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}} {
+	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}} {
 		if s.on {
 			o[s.name] = 1
 		}
@@ -177,6 +193,7 @@ var fusions = []fusion{
 	{name: ""}, {name: "NORM", norm: true}, {name: "SWIGLU", swiglu: true},
 	{name: "HAS_BIAS", bias: true}, {name: "ACCUM", accum: true}, {name: "LAST_ROWS", last: true},
 	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
+	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block (mat-vecs only)
 }
 
 // The (N, K) shapes: awkward ones, then stories15M's FFN up (768, 288) and classifier.
@@ -189,13 +206,22 @@ func variantName(wt wgsl.WeightType, f fusion) string {
 	return wt.String() + "+" + f.name
 }
 
+// matShapes4 are the shapes for matvec4 (K a multiple of 4), which the host picks for them.
+var matShapes4 = [][2]int{{1, 4}, {7, 8}, {33, 36}, {4097, 8}, {7, 4096}, {modelHidden, modelDim}, {modelVocab, modelDim}}
+
 func matvecCases() []testCase {
 	var out []testCase
-	for _, wt := range weightTypes {
-		for _, f := range fusions {
-			for _, s := range matShapes {
-				for _, m := range []int{1, 3, 9} {
-					out = append(out, linCase("matvec", wt, f, m, s[0], s[1]))
+	for _, kernel := range []string{"matvec", "matvec4"} {
+		shapes := matShapes
+		if kernel == "matvec4" {
+			shapes = matShapes4
+		}
+		for _, wt := range weightTypes {
+			for _, f := range fusions {
+				for _, s := range shapes {
+					for _, m := range []int{1, 3, 9} {
+						out = append(out, linCase(kernel, wt, f, m, s[0], s[1]))
+					}
 				}
 			}
 		}
@@ -210,7 +236,7 @@ func matmulCases() []testCase {
 	var out []testCase
 	for _, wt := range weightTypes {
 		for _, f := range fusions {
-			if f.last {
+			if f.last || f.silu {
 				continue
 			}
 			for _, s := range matShapes {
@@ -289,7 +315,18 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int
 	if f.bias {
 		b = bias[col0 : col0+n]
 	}
-	got := ref.MatMul(xin, w, b, resid, rows, n, k)
+	var got []float32
+	if f.silu { // silu(x . w + bias) + resid
+		got = ref.MatMul(xin, w, b, nil, rows, n, k)
+		for i := range got {
+			got[i] = float32(ref.Silu(float64(got[i])))
+		}
+		if resid != nil {
+			got = ref.Add(got, resid)
+		}
+	} else {
+		got = ref.MatMul(xin, w, b, resid, rows, n, k)
+	}
 	want := poisonSlice((rows + 1) * stride)
 	for r := 0; r < rows; r++ {
 		copy(want[r*stride+col0:], got[r*n:(r+1)*n])

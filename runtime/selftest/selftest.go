@@ -61,18 +61,21 @@ type tol struct{ atol, rtol float64 }
 //	kernel     f32 atol  rtol   f16 atol  rtol   why
 //	embed      0         0      6.2e-5    0      a copy; f16 subnormals (< 6.1e-5) may be flushed
 //	rmsnorm    1e-4      1e-3   2e-3      1e-3   f32 sum of squares, inverseSqrt (2 ulp)
-//	matvec     1e-4      1e-3   2e-3      1e-3   f32 dot products of up to 4097 terms
+//	matvec(4)  1e-4      1e-3   2e-3      1e-3   f32 dot products of up to 4097 terms
 //	matmul     1e-4      1e-3   2e-3      1e-3   the same, register-blocked
 //	rope_kv    2e-3      1e-3   -         -      WGSL sin/cos: absolute 2^-11 on [-pi, pi]
 //	attention  2e-4      1e-3   -         -      f32 online softmax, exp (3 + 2|x| ulp)
-//	sample     exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
+//	copy_rows  0         0      -         -      a copy
+//	argmax_rows, sample: exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
 var tolerances = map[string][2]tol{
 	"embed":     {{0, 0}, {6.2e-5, 0}},
 	"rmsnorm":   {{1e-4, 1e-3}, {2e-3, 1e-3}},
 	"matvec":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"matvec4":   {{1e-4, 1e-3}, {2e-3, 1e-3}},
 	"matmul":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
 	"rope_kv":   {{2e-3, 1e-3}, {2e-3, 1e-3}},
 	"attention": {{2e-4, 1e-3}, {2e-4, 1e-3}},
+	"copy_rows": {{0, 0}, {0, 0}},
 }
 
 // Agreement thresholds of the stochastic sampling cases (Gumbel keys and acceptance ratios
@@ -100,6 +103,8 @@ func allCases() []testCase {
 	all = append(all, ropeCases()...)
 	all = append(all, attentionCases()...)
 	all = append(all, sampleCases()...)
+	all = append(all, copyRowsCases()...)
+	all = append(all, argmaxCases()...)
 	return all
 }
 

@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
+)
+
+func randomWeights(cfg weights.Config) *ref.LlamaWeights { return ref.RandomLlama(cfg, 1) }
+
+// writeHF writes w as a Hugging Face Llama folder (config.json + model.safetensors) with
+// tensors of dtype dt ("F32", "F16" or "BF16").
+func writeHF(t *testing.T, dir string, w *ref.LlamaWeights, dt string) {
+	t.Helper()
+	c := w.Cfg
+	mk := func(name string, v []float32, shape ...int) weights.Tensor {
+		switch dt {
+		case "F16":
+			return weights.F16Tensor(name, shape, v)
+		case "BF16":
+			return weights.BF16Tensor(name, shape, v)
+		}
+		return weights.F32Tensor(name, shape, v)
+	}
+	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	ts := []weights.Tensor{mk("model.embed_tokens.weight", w.Embed, c.Vocab, c.Dim), mk("model.norm.weight", w.Norm, c.Dim)}
+	if !c.TieEmbed {
+		ts = append(ts, mk("lm_head.weight", w.LMHead, c.Vocab, c.Dim))
+	}
+	for i, l := range w.Layers {
+		n := func(s string) string { return weights.LayerTensorName(i, s) }
+		ts = append(ts,
+			mk(n(weights.AttnNormSuffix), l.AttnNorm, c.Dim), mk(n(weights.FFNNormSuffix), l.FFNNorm, c.Dim),
+			mk(n(weights.WqSuffix), l.Wq, q, c.Dim), mk(n(weights.WkSuffix), l.Wk, kv, c.Dim),
+			mk(n(weights.WvSuffix), l.Wv, kv, c.Dim), mk(n(weights.WoSuffix), l.Wo, c.Dim, q),
+			mk(n(weights.GateSuffix), l.WGate, c.HiddenDim, c.Dim), mk(n(weights.UpSuffix), l.WUp, c.HiddenDim, c.Dim),
+			mk(n(weights.DownSuffix), l.WDown, c.Dim, c.HiddenDim))
+		if c.AttnBias {
+			ts = append(ts, mk(n(weights.BqSuffix), l.Bq, q), mk(n(weights.BkSuffix), l.Bk, kv), mk(n(weights.BvSuffix), l.Bv, kv))
+		}
+	}
+	if err := weights.WriteSafeTensors(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := weights.WriteConfig(dir, &c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHFCheckpointLogits: random checkpoints written in Hugging Face format (F32, F16, BF16
+// files; GQA; tied and untied; biases; Llama-3 rope scaling) load, and the device's logits
+// match the reference forward of the loaded weights, with f32 and f16 device weights.
+func TestHFCheckpointLogits(t *testing.T) {
+	d := testDevice(t)
+	for ci, cfg := range testConfigs {
+		for _, dt := range []string{"F32", "F16", "BF16"} {
+			t.Run(fmt.Sprintf("%d-%s", ci, dt), func(t *testing.T) {
+				dir := t.TempDir()
+				writeHF(t, dir, ref.RandomLlama(cfg, int64(10+ci)), dt)
+				host, err := LoadHostWeights(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if host.Cfg.TieEmbed != cfg.TieEmbed || host.Cfg.NKVHeads != cfg.NKVHeads || (host.Cfg.RopeScaling != nil) != (cfg.RopeScaling != nil) {
+					t.Fatalf("config did not round-trip: %+v", host.Cfg)
+				}
+				wt := wgsl.F32
+				if dt != "F32" {
+					wt = wgsl.F16
+				}
+				m, err := NewModel(d, host, ModelOptions{Weights: wt, PageSize: 16})
+				if err != nil {
+					t.Fatal(err)
+				}
+				toks := []int{1, 2, 3, 5, 8, 13, 21, 34}
+				if _, err := m.Forward(m.Pool.NewSequence(), toks, 0, nil, Sampling{}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := m.Logits(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := ref.NewLlamaState(host).Forward(toks)
+				want = want[(len(toks)-1)*cfg.Vocab:]
+				tol := 2e-4 // f32 weights, f32 activations
+				if dt == "BF16" {
+					tol = 2e-3 // bf16 values are exact in f16 only when their exponent fits: allow f16 rounding
+				} else if dt == "F16" {
+					tol = 5e-4
+				}
+				if e, at := maxRelErr(got, want); e > tol {
+					t.Fatalf("logits off by %.2g (relative to max) at %d: got %v want %v", e, at, got[at], want[at])
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package runtime
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestPagePoolReserveTruncateRelease(t *testing.T) {
+	p := NewPagePool(4, 8)
+	s := p.NewSequence()
+	if c, err := s.Reserve(17); err != nil || len(c) != 0 {
+		t.Fatalf("reserve 17: copies %v, err %v", c, err)
+	}
+	if p.InUse() != 3 || len(s.Pages()) != 3 {
+		t.Fatalf("17 tokens of 8 per page: %d pages in use, %d in the table", p.InUse(), len(s.Pages()))
+	}
+	s.Commit(17)
+	s.Truncate(9)
+	if p.InUse() != 2 || s.Len() != 9 {
+		t.Fatalf("after truncate to 9: %d pages, len %d", p.InUse(), s.Len())
+	}
+	s.Release()
+	if p.InUse() != 0 || p.Free() != 4 {
+		t.Fatalf("after release: %d in use, %d free", p.InUse(), p.Free())
+	}
+}
+
+func TestPagePoolExhaustedLeavesStateUnchanged(t *testing.T) {
+	p := NewPagePool(2, 4)
+	s := p.NewSequence()
+	if _, err := s.Reserve(8); err != nil {
+		t.Fatal(err)
+	}
+	s.Commit(8)
+	_, err := s.Reserve(9)
+	if !errors.Is(err, ErrPoolExhausted) {
+		t.Fatalf("want ErrPoolExhausted, got %v", err)
+	}
+	if p.InUse() != 2 || len(s.Pages()) != 2 || s.Len() != 8 {
+		t.Fatalf("a failed reserve changed the state: %d in use, %d pages, len %d", p.InUse(), len(s.Pages()), s.Len())
+	}
+}
+
+func TestForkSharesPagesAndCopiesOnWrite(t *testing.T) {
+	p := NewPagePool(8, 4)
+	a := p.NewSequence()
+	a.Reserve(6) // pages 0, 1 (slots 0..7)
+	a.Commit(6)
+	b := a.Fork()
+	if p.InUse() != 2 {
+		t.Fatalf("fork allocated pages: %d in use", p.InUse())
+	}
+	// b appends at slot 6, inside the shared second page: that page must be copied.
+	copies, err := b.Reserve(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 1 || copies[0].From != a.Pages()[1] || b.Pages()[1] == a.Pages()[1] || b.Pages()[0] != a.Pages()[0] {
+		t.Fatalf("copy-on-write: copies %v, a %v, b %v", copies, a.Pages(), b.Pages())
+	}
+	b.Commit(7)
+	a.Release()
+	b.Release()
+	if p.InUse() != 0 {
+		t.Fatalf("%d pages leaked", p.InUse())
+	}
+}
+
+// TestForwardErrors: a prompt longer than the context, an exhausted pool and bad token ids are
+// clear errors, and a failed step leaves the sequence as it was.
+func TestForwardErrors(t *testing.T) {
+	d := testDevice(t)
+	cfg := testConfigs[2] // MaxSeq 64
+	m, err := NewModel(d, randomWeights(cfg), ModelOptions{PageSize: 8, Pages: 4}) // 32 slots
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.NewSession()
+	long := make([]int, cfg.MaxSeq+1)
+	if _, err := s.Forward(long, 0, nil, Sampling{}); !errors.Is(err, ErrContextFull) {
+		t.Fatalf("prompt over the context: want ErrContextFull, got %v", err)
+	}
+	if _, err := s.Forward(make([]int, 40), 0, nil, Sampling{}); !errors.Is(err, ErrPoolExhausted) {
+		t.Fatalf("40 tokens in 32 slots: want ErrPoolExhausted, got %v", err)
+	}
+	if s.Len() != 0 || m.Pool.InUse() != 0 {
+		t.Fatalf("failed steps left %d tokens, %d pages", s.Len(), m.Pool.InUse())
+	}
+	if _, err := s.Forward([]int{cfg.Vocab}, 0, nil, Sampling{}); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("token id = vocab: want ErrBadInput, got %v", err)
+	}
+	if _, err := s.Forward([]int{1, 2}, 2, nil, Sampling{}); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("all tokens drafts: want ErrBadInput, got %v", err)
+	}
+}

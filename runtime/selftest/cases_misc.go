@@ -1,0 +1,101 @@
+package selftest
+
+import (
+	"fmt"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// The drafters' helper kernels: copy_rows (residual snapshots) and argmax_rows (greedy draft
+// tokens, optionally through EAGLE-3's d2t map).
+
+func copyRowsCases() []testCase {
+	var out []testCase
+	for _, width := range []int{1, 7, 33, 4097, modelDim} {
+		for m := 1; m <= 3; m++ {
+			out = append(out, testCase{"copy_rows", "f32", fmt.Sprintf("width=%d m=%d", width, m), wgsl.F32,
+				func(c *checker) { copyRowsRun(c, width, m) }})
+		}
+	}
+	return out
+}
+
+// copyRowsRun copies m rows of stride width + 2 into columns dst_off .. dst_off + width of
+// rows of stride width + dst_off + 3 (dense when m = 1); the rest, and an extra dispatched
+// row, must keep their poison.
+func copyRowsRun(c *checker, width, m int) {
+	srcStride := width + 2
+	off, dstStride := 0, width
+	if m > 1 {
+		off, dstStride = 2, width+5
+	}
+	src := c.uniform(m*srcStride, 1)
+	dst := c.poisoned((m + 1) * dstStride)
+	c.dispatch(runtime.StepBlock{M: uint32(m)}, runtime.KernelCall{Kernel: "copy_rows", Weights: wgsl.F32,
+		Params:  runtime.CopyRowsParams{Width: uint32(width), SrcStride: uint32(srcStride), DstStride: uint32(dstStride), DstOff: uint32(off)},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(src)}, {Buffer: dst}},
+		Grid:    runtime.Fixed(ceilDiv(width, 64), uint32(m+1), 1)})
+	want := poisonSlice((m + 1) * dstStride)
+	for r := 0; r < m; r++ {
+		copy(want[r*dstStride+off:], src[r*srcStride:r*srcStride+width])
+	}
+	c.expect("dst", c.readF32(dst, len(want)), want, tolFor("copy_rows", wgsl.F32))
+}
+
+func argmaxCases() []testCase {
+	var out []testCase
+	for _, mapped := range []bool{false, true} {
+		variant := "f32"
+		if mapped {
+			variant = "f32+MAP"
+		}
+		for _, cols := range []int{1, 7, 33, 4097, modelVocab} {
+			for rows := 1; rows <= 3; rows++ {
+				out = append(out, testCase{"argmax_rows", variant, fmt.Sprintf("cols=%d rows=%d", cols, rows), wgsl.F32,
+					func(c *checker) { argmaxRun(c, mapped, cols, rows) }})
+			}
+		}
+	}
+	return out
+}
+
+// argmaxRun checks out[2 + r] = Argmax(row r) (+ map[id] with MAP) against ref.Argmax, the
+// second row's maximum duplicated at a random index (the lowest index wins); out[0..2] and
+// out[2 + rows] must keep their poison.
+func argmaxRun(c *checker, mapped bool, cols, rows int) {
+	const outOff = 2
+	x := c.randomLogits(rows*cols, 2)
+	if rows > 1 {
+		row := x[cols : 2*cols]
+		row[c.rng.Intn(cols)] = row[ref.Argmax(row)]
+	}
+	d2t := make([]uint32, cols) // i32 offsets: id + d2t[id] in [0, 4*cols)
+	for i := range d2t {
+		d2t[i] = uint32(int32(c.rng.Intn(4*cols) - i))
+	}
+	o := runtime.Overrides{}
+	if mapped {
+		o["MAP"] = 1
+	}
+	poison := make([]uint32, outOff+rows+1)
+	for i := range poison {
+		poison[i] = PoisonU32
+	}
+	out := c.u32(poison)
+	c.dispatch(runtime.StepBlock{M: uint32(rows)}, runtime.KernelCall{Kernel: "argmax_rows", Weights: wgsl.F32, Overrides: o,
+		Params:  runtime.ArgmaxParams{Cols: uint32(cols), OutOff: outOff},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: c.u32(d2t)}, {Buffer: out}},
+		Grid:    runtime.Fixed(uint32(rows), 1, 1)})
+	want := append([]uint32(nil), poison...)
+	for r := 0; r < rows; r++ {
+		id := ref.Argmax(x[r*cols : (r+1)*cols])
+		if mapped {
+			id += int(int32(d2t[id]))
+		}
+		want[outOff+r] = uint32(id)
+	}
+	c.expectU32("out", c.readU32(out, len(want)), want)
+}
