@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/wspec/wspec/runtime"
@@ -118,7 +119,7 @@ type GenerateOptions struct {
 type Result struct {
 	PromptTokens []int
 	Tokens       []int // generated, without the stop token
-	Text         string
+	Text         string // the generated text as streamed (it continues the prompt)
 	Prefill      time.Duration // prompt processing up to the first token
 	Decode       time.Duration // the rest
 	Metrics      Metrics
@@ -154,13 +155,18 @@ func (e *Engine) Generate(prompt string, o GenerateOptions) (*Result, error) {
 	res := &Result{PromptTokens: ids}
 	start := time.Now()
 	var first time.Time
+	var text strings.Builder
+	out := func(s string) {
+		text.WriteString(s)
+		if s != "" && o.OnText != nil {
+			o.OnText(s)
+		}
+	}
 	emit := func(tok int) bool {
 		if first.IsZero() {
 			first = time.Now()
 		}
-		if text := stream.Push(tok); text != "" && o.OnText != nil {
-			o.OnText(text)
-		}
+		out(stream.Push(tok))
 		return true
 	}
 	smp := runtime.Sampling{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed}
@@ -168,15 +174,13 @@ func (e *Engine) Generate(prompt string, o GenerateOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if text := stream.Flush(); text != "" && o.OnText != nil {
-		o.OnText(text)
-	}
+	out(stream.Flush())
 	end := time.Now()
 	if first.IsZero() {
 		first = end
 	}
 	res.Tokens, res.Metrics = toks, metrics
-	res.Text = e.Tokenizer.Decode(toks)
+	res.Text = text.String()
 	res.Prefill, res.Decode = first.Sub(start), end.Sub(first)
 	return res, nil
 }
