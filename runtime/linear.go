@@ -71,6 +71,7 @@ type MatFusion struct {
 	Eps      float32
 	SwiGLU   bool           // the input is [gate | up], 2K wide
 	Bias     *webgpu.Buffer // [Rows] (nil: none)
+	SiLU     bool           // silu(W x + b), before Accum (Medusa's residual blocks; matvec only)
 	Accum    bool           // y += W x (residual add)
 	LastRows bool           // only the last n_draft + 1 input rows (matvec only)
 }
@@ -91,11 +92,14 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	if f.Accum {
 		o["ACCUM"] = 1
 	}
+	if f.SiLU {
+		o["SILU"] = 1
+	}
 	kernel := "matvec"
 	if tiled {
 		kernel = "matmul"
-		if f.LastRows {
-			return fmt.Errorf("runtime: %s: LAST_ROWS is a matvec fusion", name)
+		if f.LastRows || f.SiLU {
+			return fmt.Errorf("runtime: %s: LAST_ROWS and SILU are matvec fusions", name)
 		}
 	} else {
 		if f.LastRows {

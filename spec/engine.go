@@ -118,8 +118,8 @@ type GenerateOptions struct {
 // Result is a finished generation.
 type Result struct {
 	PromptTokens []int
-	Tokens       []int // generated, without the stop token
-	Text         string // the generated text as streamed (it continues the prompt)
+	Tokens       []int         // generated, without the stop token
+	Text         string        // the generated text as streamed (it continues the prompt)
 	Prefill      time.Duration // prompt processing up to the first token
 	Decode       time.Duration // the rest
 	Metrics      Metrics
