@@ -70,7 +70,7 @@ func TestForkSharesPagesAndCopiesOnWrite(t *testing.T) {
 // clear errors, and a failed step leaves the sequence as it was.
 func TestForwardErrors(t *testing.T) {
 	d := testDevice(t)
-	cfg := testConfigs[2] // MaxSeq 64
+	cfg := testConfigs[2]                                                          // MaxSeq 64
 	m, err := NewModel(d, randomWeights(cfg), ModelOptions{PageSize: 8, Pages: 4}) // 32 slots
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ var<workgroup> bi: array<u32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
+  _ = S.m; // S is unused, but Record binds it at 1: keep it in the auto layout
   let r = wg.x;
   var v = -3.0e38;
   var i = 0xffffffffu;

@@ -24,16 +24,28 @@ const MAXM: u32 = 16u;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXM>;
 
-// xin4 is the (fused) input x[m, k..k+4], the same address in every lane: a broadcast load.
+// xin is the (fused) input x[m, k] before the norm weight, as in matvec.wgsl.
+fn xin(m: u32, k: u32) -> f32 {
+  if (SWIGLU) {
+    let b = m * 2u * P.k;
+    return silu(x[b + k]) * x[b + P.k + k];
+  }
+  return x[m * P.k + k];
+}
+
+// xin4 is the (fused) input x[m, k..k+4] times the norm weight: the same address in every
+// lane, so a broadcast load.
 fn xin4(m: u32, k: u32) -> vec4f {
+  var v: vec4f;
   if (SWIGLU) {
     let b = m * 2u * P.k + k;
     let g = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
     let u = vec4f(x[b + P.k], x[b + P.k + 1u], x[b + P.k + 2u], x[b + P.k + 3u]);
-    return g / (1.0 + exp(-g)) * u;
+    v = g / (1.0 + exp(-g)) * u;
+  } else {
+    let b = m * P.k + k;
+    v = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
   }
-  let b = m * P.k + k;
-  var v = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
   if (NORM) { v *= vec4f(normw[k], normw[k + 1u], normw[k + 2u], normw[k + 3u]); }
   return v;
 }
@@ -50,7 +62,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   if (NORM) {
     for (var r = 0u; r < rows; r++) {
       var ss = 0.0;
-      for (var k = l.x; k < P.k; k += WG) { let v = x[(row0 + r) * P.k + k]; ss += v * v; }
+      for (var k = l.x; k < P.k; k += WG) { let v = xin(row0 + r, k); ss += v * v; }
       red[l.x] = ss;
       workgroupBarrier();
       for (var s = WG / 2u; s > 0u; s >>= 1u) {

@@ -193,6 +193,7 @@ var fusions = []fusion{
 	{name: ""}, {name: "NORM", norm: true}, {name: "SWIGLU", swiglu: true},
 	{name: "HAS_BIAS", bias: true}, {name: "ACCUM", accum: true}, {name: "LAST_ROWS", last: true},
 	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
+	{name: "NORM+SWIGLU", norm: true, swiglu: true},
 	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block (mat-vecs only)
 }
 
