@@ -12,13 +12,13 @@ import (
 //
 //	x = embed[tokens]
 //	for each layer:
-//	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)          matvec/matmul, NORM (+HAS_BIAS)
+//	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)          rmsnorm, matvec/matmul (+HAS_BIAS)
 //	    q, k = rope(q, k); cache[pos] = k, v           rope_kv
 //	    att = softmax(q k^T / sqrt(hd)) v              attention (paged, causal, GQA)
 //	    x += Wo att                                    matvec/matmul, ACCUM
-//	    h = [Wgate; Wup] rmsnorm(x)                    matvec/matmul, NORM
+//	    h = [Wgate; Wup] rmsnorm(x)                    rmsnorm, matvec/matmul
 //	    x += Wdown (silu(gate) * up)                   matvec/matmul, SWIGLU + ACCUM
-//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   matvec, NORM + LAST_ROWS
+//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   rmsnorm, matvec LAST_ROWS
 //	out = rejection_sample(logits, drafts, q)          sample
 func (m *Model) record(tiled bool) (*Program, error) {
 	c, o, d := m.Cfg, m.Opts, m.d
@@ -66,7 +66,10 @@ func (m *Model) record(tiled bool) (*Program, error) {
 				return nil, err
 			}
 		}
-		if err := p.AddMat(name("qkv"), ly.qkv, m.x, m.qkv, qkvW, MatFusion{Norm: ly.attnNorm, Eps: eps, Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
+		if err := m.addNorm(p, m.x, ly.attnNorm, eps); err != nil {
+			return nil, err
+		}
+		if err := p.AddMat(name("qkv"), ly.qkv, m.xn, m.qkv, qkvW, MatFusion{Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
 		err := p.Add(KernelCall{
@@ -90,14 +93,20 @@ func (m *Model) record(tiled bool) (*Program, error) {
 		if err := p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, MatFusion{Accum: true}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
-		if err := p.AddMat(name("w13"), ly.w13, m.x, m.h, 2*c.HiddenDim, MatFusion{Norm: ly.ffnNorm, Eps: eps}, tiled, m.dummy); err != nil {
+		if err := m.addNorm(p, m.x, ly.ffnNorm, eps); err != nil {
+			return nil, err
+		}
+		if err := p.AddMat(name("w13"), ly.w13, m.xn, m.h, 2*c.HiddenDim, MatFusion{}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
 		if err := p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, MatFusion{SwiGLU: true, Accum: true}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.AddMat("lm_head", m.lmHead, m.x, m.logits, c.Vocab, MatFusion{Norm: m.norm, Eps: eps, LastRows: true}, false, m.dummy); err != nil {
+	if err := m.addNorm(p, m.x, m.norm, eps); err != nil {
+		return nil, err
+	}
+	if err := p.AddMat("lm_head", m.lmHead, m.xn, m.logits, c.Vocab, MatFusion{LastRows: true}, false, m.dummy); err != nil {
 		return nil, err
 	}
 	err = p.Add(KernelCall{
@@ -240,4 +249,16 @@ func (m *Model) Dispatches() int { return m.decode.Len() }
 // Logits reads the logits rows of the last step ([n_draft + 1, vocab]); for tests and tools.
 func (m *Model) Logits(rows int) ([]float32, error) {
 	return m.d.ReadF32(m.logits, rows*m.Cfg.Vocab)
+}
+
+// addNorm records xn = rmsnorm(x) * w for the step's rows. A separate dispatch instead of the
+// mat-vecs' NORM fusion: the fusion makes every workgroup of the following mat-vec recompute the
+// norm and multiply the norm weight in its inner loop, which doubled the LM head's time on
+// lavapipe (BENCHMARKS.md), while one more dispatch costs ~50 us.
+func (m *Model) addNorm(p *Program, x, w *webgpu.Buffer, eps float32) error {
+	return p.Add(KernelCall{
+		Kernel: "rmsnorm", Params: RMSNormParams{N: uint32(m.Cfg.Dim), Eps: eps},
+		Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: w}, {Buffer: m.xn}},
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+	})
 }

@@ -68,6 +68,7 @@ type Model struct {
 
 	// Activations, sized for PrefillChunk tokens.
 	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
+	xn             *webgpu.Buffer // [chunk, dim]: rmsnorm(x) * w, the input of qkv, w13, lm_head
 	logits         *webgpu.Buffer // [max_draft + 1, vocab]
 	tokens         *webgpu.Buffer // [chunk] u32
 	drafts         *webgpu.Buffer // [max_draft] u32
@@ -167,7 +168,7 @@ func (m *Model) allocate() error {
 		n int
 		s string
 	}{
-		{&m.x, chunk * c.Dim, "x"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
+		{&m.x, chunk * c.Dim, "x"}, {&m.xn, chunk * c.Dim, "xn"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
 		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.logits, (o.MaxDraft + 1) * c.Vocab, "logits"},
 		{&m.tokens, chunk, "tokens"}, {&m.drafts, o.MaxDraft, "drafts"}, {&m.q, o.MaxDraft * c.Vocab, "q"},
 		{&m.out, o.MaxDraft + 2, "out"}, {&m.pageTable, maxPages, "page_table"}, {&m.dummy, 4, "dummy"},
