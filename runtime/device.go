@@ -60,6 +60,7 @@ type Device struct {
 	*webgpu.Device
 	pipelines map[string]*webgpu.ComputePipeline
 	modules   map[string]*webgpu.ShaderModule
+	staging   map[uint64][]*webgpu.Buffer // free map-read buffers by size (a pool for readbacks)
 }
 
 // OpenDevice opens the first adapter matching choice.
@@ -81,7 +82,8 @@ func NewDevice(a *webgpu.Adapter) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Device{Device: d, pipelines: map[string]*webgpu.ComputePipeline{}, modules: map[string]*webgpu.ShaderModule{}}, nil
+	return &Device{Device: d, pipelines: map[string]*webgpu.ComputePipeline{}, modules: map[string]*webgpu.ShaderModule{},
+		staging: map[uint64][]*webgpu.Buffer{}}, nil
 }
 
 // Overrides are a kernel's WGSL override constants (workgroup sizes, fusion switches).
@@ -171,21 +173,36 @@ func (d *Device) NewUniform(label string, raw []byte) (*webgpu.Buffer, error) {
 	return b, nil
 }
 
-// ReadBuffer copies n bytes of b (at offset 0) back to the host in its own submit.
+// ReadBuffer copies n bytes of b (at offset 0) back to the host in its own submit, through a
+// map-read buffer taken from (and returned to) the device's staging pool.
 func (d *Device) ReadBuffer(b *webgpu.Buffer, n uint64) ([]byte, error) {
 	n = (n + 3) &^ 3
-	st, err := d.CreateBuffer("readback", n, webgpu.UsageMapRead|webgpu.UsageCopyDst)
-	if err != nil {
-		return nil, err
+	size := uint64(256)
+	for size < n {
+		size *= 2
 	}
-	defer st.Release()
+	var st *webgpu.Buffer
+	if free := d.staging[size]; len(free) > 0 {
+		st, d.staging[size] = free[len(free)-1], free[:len(free)-1]
+	} else {
+		var err error
+		if st, err = d.CreateBuffer("readback", size, webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+			return nil, err
+		}
+	}
 	e := d.NewEncoder()
 	e.Copy(b, 0, st, 0, n)
 	if err := e.Submit(); err != nil {
+		st.Release()
 		return nil, err
 	}
 	out := make([]byte, n)
-	return out, st.Read(0, out)
+	if err := st.Read(0, out); err != nil {
+		st.Release()
+		return nil, err
+	}
+	d.staging[size] = append(d.staging[size], st)
+	return out, nil
 }
 
 // ReadF32 reads n floats of b.
