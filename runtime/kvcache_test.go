@@ -93,3 +93,24 @@ func TestForwardErrors(t *testing.T) {
 		t.Fatalf("all tokens drafts: want ErrBadInput, got %v", err)
 	}
 }
+
+// TestModelRelease: a released model frees its buffers (twice is harmless) and the device
+// goes on serving a new model.
+func TestModelRelease(t *testing.T) {
+	d := testDevice(t)
+	w := randomWeights(testConfigs[0])
+	for i := 0; i < 2; i++ {
+		m, err := NewModel(d, w, ModelOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.NewSession().Forward([]int{1, 2, 3}, 0, nil, Sampling{}); err != nil {
+			t.Fatal(err)
+		}
+		m.Release()
+		m.Release()
+	}
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,10 +12,11 @@ type Grid func(s *StepBlock) (x, y, z uint32)
 
 // Dispatch is one recorded kernel launch: a pipeline, its bindings and its grid.
 type Dispatch struct {
-	Name  string
-	pipe  *webgpu.ComputePipeline
-	group *webgpu.BindGroup
-	grid  Grid
+	Name   string
+	pipe   *webgpu.ComputePipeline
+	group  *webgpu.BindGroup
+	params *webgpu.Buffer // the uniform Params block, owned by the dispatch
+	grid   Grid
 }
 
 // KernelCall describes a dispatch to record: the kernel, its variant, its Params block and its
@@ -42,9 +43,10 @@ func (d *Device) Record(step *webgpu.Buffer, c KernelCall) (Dispatch, error) {
 	binds := append([]webgpu.Binding{{Buffer: ub}, {Buffer: step}}, c.Buffers...)
 	g, err := d.CreateBindGroup(p, binds)
 	if err != nil {
+		ub.Release()
 		return Dispatch{}, fmt.Errorf("kernel %s: %w", c.Kernel, err)
 	}
-	return Dispatch{Name: c.Kernel, pipe: p, group: g, grid: c.Grid}, nil
+	return Dispatch{Name: c.Kernel, pipe: p, group: g, params: ub, grid: c.Grid}, nil
 }
 
 // Fixed is a grid that does not depend on the step.
@@ -77,6 +79,16 @@ func (p *Program) Add(c KernelCall) error {
 	}
 	p.list = append(p.list, disp)
 	return nil
+}
+
+// Release frees the program's Step block, Params blocks and bind groups.
+func (p *Program) Release() {
+	for _, d := range p.list {
+		d.group.Release()
+		d.params.Release()
+	}
+	p.list = nil
+	p.Step.Release()
 }
 
 // Len is the number of dispatches.

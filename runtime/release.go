@@ -1,0 +1,32 @@
+package runtime
+
+import "github.com/wspec/wspec/runtime/webgpu"
+
+// Release frees the model's device memory: weights, KV pages, activations. The model and its
+// sessions are unusable afterwards. Pipelines stay cached on the device for the next model.
+func (m *Model) Release() {
+	if m.embed == nil {
+		return
+	}
+	linears := []*Linear{m.embed}
+	if m.lmHead != m.embed {
+		linears = append(linears, m.lmHead)
+	}
+	bufs := []*webgpu.Buffer{m.norm, m.x, m.xn, m.qkv, m.att, m.h, m.logits, m.tokens, m.drafts, m.q,
+		m.out, m.pageTable, m.staging, m.scratch, m.dummy, m.aux}
+	for _, ly := range m.layers {
+		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
+		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.kc, ly.vc)
+	}
+	m.decode.Release()
+	m.prefill.Release()
+	for _, l := range linears {
+		l.Release()
+	}
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
+	m.embed, m.lmHead, m.layers = nil, nil, nil
+}
