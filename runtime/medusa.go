@@ -1,0 +1,240 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights"
+)
+
+// Medusa is a Medusa checkpoint's heads on the target model's device. Draft runs every head
+// in one submit on one row of the target's hidden state and reads back only the K token ids:
+//
+//	row = target.Hidden()[pos - pos0]                encoder copy, before the pass
+//	h = rmsnorm(row, target.FinalNorm())             rmsnorm
+//	for each head k:
+//	    z = h
+//	    for each block j:                            (ping-pong between two buffers)
+//	        z' = z;  z' += silu(W_kj z + b_kj)       copy_rows; matvec SILU + HAS_BIAS + ACCUM
+//	    logits = Out_k z   (v2: target.LMHead() z)   matvec
+//	    ids[k] = argmax(logits)                      argmax_rows
+//
+// The program is recorded once (its Step block always has M = 1).
+type Medusa struct {
+	t      *Model
+	K, R   int
+	blocks [][]medusaBlock // [K][R]
+	out    []*Linear       // [K]; nil: the target's LM head
+	row    *webgpu.Buffer  // [dim]: the hidden row read
+	h      *webgpu.Buffer  // [dim]: rmsnorm(row)
+	z      [2]*webgpu.Buffer
+	logits *webgpu.Buffer // [vocab]
+	ids    *webgpu.Buffer // [K] u32
+	stage  *webgpu.Buffer // map-read copy of ids
+	prog   *Program
+	owned  []*webgpu.Buffer
+	lins   []*Linear
+}
+
+type medusaBlock struct {
+	w *Linear
+	b *webgpu.Buffer
+}
+
+// NewMedusa uploads w (in the target's weight type) and records its program. The heads'
+// hidden size must be the target's dim, and their output layers (if any) the target's
+// vocabulary; a mismatch is an error wrapping ErrBadInput.
+func NewMedusa(t *Model, w *weights.Medusa) (*Medusa, error) {
+	c := t.Cfg
+	switch {
+	case w.Heads() == 0 || w.Layers < 1:
+		return nil, fmt.Errorf("%w: Medusa checkpoint with %d heads of %d blocks", ErrBadInput, w.Heads(), w.Layers)
+	case w.Dim != c.Dim:
+		return nil, fmt.Errorf("%w: Medusa heads of hidden size %d for a target of hidden size %d", ErrBadInput, w.Dim, c.Dim)
+	case w.Out != nil && w.Vocab != c.Vocab:
+		return nil, fmt.Errorf("%w: Medusa output layers of %d tokens for a target vocabulary of %d", ErrBadInput, w.Vocab, c.Vocab)
+	case w.Out != nil && len(w.Out) != w.Heads():
+		return nil, fmt.Errorf("%w: %d Medusa output layers for %d heads", ErrBadInput, len(w.Out), w.Heads())
+	}
+	md := &Medusa{t: t, K: w.Heads(), R: w.Layers}
+	if err := md.upload(w); err != nil {
+		md.Release()
+		return nil, err
+	}
+	if err := md.record(); err != nil {
+		md.Release()
+		return nil, err
+	}
+	return md, nil
+}
+
+func (md *Medusa) upload(w *weights.Medusa) error {
+	d, c, wt := md.t.d, md.t.Cfg, md.t.Opts.Weights
+	type key struct{ w, b *float32 }
+	seen := map[key]medusaBlock{} // blocks sharing weights are uploaded once
+	for k, blocks := range w.Blocks {
+		if len(blocks) != w.Layers {
+			return fmt.Errorf("%w: Medusa head %d has %d blocks, want %d", ErrBadInput, k, len(blocks), w.Layers)
+		}
+		var dev []medusaBlock
+		for j, b := range blocks {
+			if len(b.W) != c.Dim*c.Dim || len(b.B) != c.Dim {
+				return fmt.Errorf("%w: Medusa block %d.%d has %d weights and %d biases for dim %d", ErrBadInput, k, j, len(b.W), len(b.B), c.Dim)
+			}
+			id := key{&b.W[0], &b.B[0]}
+			if db, ok := seen[id]; ok {
+				dev = append(dev, db)
+				continue
+			}
+			lin, err := d.UploadLinear(fmt.Sprintf("medusa.%d.%d", k, j), b.W, c.Dim, c.Dim, wt)
+			if err != nil {
+				return err
+			}
+			md.lins = append(md.lins, lin)
+			bias, err := d.UploadF32(fmt.Sprintf("medusa.%d.%d.bias", k, j), b.B)
+			if err != nil {
+				return err
+			}
+			md.owned = append(md.owned, bias)
+			seen[id] = medusaBlock{w: lin, b: bias}
+			dev = append(dev, seen[id])
+		}
+		md.blocks = append(md.blocks, dev)
+		var out *Linear
+		if w.Out != nil {
+			var err error
+			if out, err = d.UploadLinear(fmt.Sprintf("medusa.%d.out", k), w.Out[k], c.Vocab, c.Dim, wt); err != nil {
+				return err
+			}
+			md.lins = append(md.lins, out)
+		}
+		md.out = append(md.out, out)
+	}
+	bufs := []struct {
+		b     **webgpu.Buffer
+		bytes int
+		name  string
+	}{
+		{&md.row, 4 * c.Dim, "medusa.row"}, {&md.h, 4 * c.Dim, "medusa.h"}, {&md.z[0], 4 * c.Dim, "medusa.z0"},
+		{&md.z[1], 4 * c.Dim, "medusa.z1"}, {&md.logits, 4 * c.Vocab, "medusa.logits"}, {&md.ids, 4 * md.K, "medusa.ids"},
+	}
+	for _, s := range bufs {
+		b, err := d.NewStorage(s.name, uint64(s.bytes))
+		if err != nil {
+			return err
+		}
+		md.owned = append(md.owned, b)
+		*s.b = b
+	}
+	var err error
+	md.stage, err = d.CreateBuffer("medusa.ids staging", uint64(4*md.K), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	if err == nil {
+		md.owned = append(md.owned, md.stage)
+	}
+	return err
+}
+
+func (md *Medusa) record() error {
+	t, c := md.t, md.t.Cfg
+	p, err := t.d.NewProgram()
+	if err != nil {
+		return err
+	}
+	md.prog = p
+	dim := uint32(c.Dim)
+	rows := func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(dim, 64), s.M, 1 }
+	err = p.Add(KernelCall{
+		Kernel: "rmsnorm", Params: RMSNormParams{N: dim, Eps: float32(c.RMSEps)},
+		Buffers: []webgpu.Binding{{Buffer: md.row}, {Buffer: t.norm}, {Buffer: md.h}},
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+	})
+	if err != nil {
+		return err
+	}
+	for k := range md.K {
+		src := md.h
+		for j, b := range md.blocks[k] {
+			dst := md.z[j%2]
+			err := p.Add(KernelCall{
+				Kernel:  "copy_rows",
+				Params:  CopyRowsParams{Width: dim, SrcStride: dim, DstStride: dim},
+				Buffers: []webgpu.Binding{{Buffer: src}, {Buffer: dst}},
+				Grid:    rows,
+			})
+			if err != nil {
+				return err
+			}
+			f := MatFusion{Bias: b.b, SiLU: true, Accum: true}
+			if err := p.AddMat(fmt.Sprintf("medusa.%d.%d", k, j), b.w, src, dst, c.Dim, f, false, t.dummy); err != nil {
+				return err
+			}
+			src = dst
+		}
+		out := md.out[k]
+		if out == nil {
+			out = t.lmHead
+		}
+		if err := p.AddMat(fmt.Sprintf("medusa.%d.out", k), out, src, md.logits, c.Vocab, MatFusion{}, false, t.dummy); err != nil {
+			return err
+		}
+		err := p.Add(KernelCall{
+			Kernel: "argmax_rows", Params: ArgmaxParams{Cols: uint32(c.Vocab), OutOff: uint32(k)},
+			Buffers: []webgpu.Binding{{Buffer: md.logits}, {Buffer: t.dummy}, {Buffer: md.ids}},
+			Grid:    Fixed(1, 1, 1),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Heads is K, the number of heads (drafts per call).
+func (md *Medusa) Heads() int { return md.K }
+
+// Dispatches is the number of dispatches of one Draft.
+func (md *Medusa) Dispatches() int { return md.prog.Len() }
+
+// Draft runs every head on the target's hidden state at position pos, which must be a row of
+// the target's last step (see Model.LastStep), and returns the K heads' argmax tokens: head k
+// predicts the token at pos + 2 + k.
+func (md *Medusa) Draft(pos int) ([]int, error) {
+	t, c := md.t, md.t.Cfg
+	pos0, rows := t.LastStep()
+	r := pos - pos0
+	if rows == 0 || r < 0 || r >= rows {
+		return nil, fmt.Errorf("%w: Medusa asked for position %d; the target's last step holds %d rows from %d", ErrBadInput, pos, rows, pos0)
+	}
+	rowBytes := uint64(4 * c.Dim)
+	enc := t.d.NewEncoder()
+	enc.Copy(t.x, uint64(r)*rowBytes, md.row, 0, rowBytes)
+	md.prog.Encode(enc, &StepBlock{M: 1, Vocab: uint32(c.Vocab)}, nil)
+	enc.Copy(md.ids, 0, md.stage, 0, md.stage.Size)
+	if err := enc.Submit(); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 4*md.K)
+	if err := md.stage.Read(0, raw); err != nil {
+		return nil, err
+	}
+	out := make([]int, md.K)
+	for i := range out {
+		out[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
+		if out[i] >= c.Vocab {
+			return nil, fmt.Errorf("runtime: Medusa head %d drafted token %d of a vocabulary of %d", i, out[i], c.Vocab)
+		}
+	}
+	return out, nil
+}
+
+// Release frees the heads' device buffers (the target's are untouched).
+func (md *Medusa) Release() {
+	for _, l := range md.lins {
+		l.Release()
+	}
+	for _, b := range md.owned {
+		b.Release()
+	}
+	md.lins, md.owned = nil, nil
+}
