@@ -49,6 +49,10 @@ func DefaultModelDir() (string, error) {
 type LoadOptions struct {
 	Adapter string // "" (first), an index, a backend or an adapter type
 	DType   string // "f32" (default) or "f16"
+	// Speculative, when set, is the speculation Generate will be asked for: an eagle3
+	// drafter needs the target made with residual snapshots (runtime.ModelOptions.AuxLayers),
+	// which Load then asks for (otherwise Generate reloads the model for it).
+	Speculative *Config
 	// Progress, when set, is told how many bytes of weights have been read of how many.
 	Progress runtime.Progress
 }
@@ -96,7 +100,11 @@ func Load(dir string, o LoadOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.NewModel(dev, host, runtime.ModelOptions{Weights: wt})
+	aux, err := EagleAuxLayers(o.Speculative, &host.Cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.NewModel(dev, host, runtime.ModelOptions{Weights: wt, AuxLayers: aux})
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +151,16 @@ func (e *Engine) Generate(prompt string, o GenerateOptions) (*Result, error) {
 	var drafter Drafter
 	k := 0
 	if o.Speculative != nil {
-		var err error
-		if drafter, err = NewDrafter(*o.Speculative, Env{Vocab: e.Config.Vocab, Device: e.Device, Target: e.Model}); err != nil {
+		if err := e.ensureAuxLayers(o.Speculative); err != nil {
 			return nil, err
+		}
+		var err error
+		env := Env{Vocab: e.Config.Vocab, MaxSeq: e.Config.MaxSeq, ModelDir: o.Speculative.Model, Device: e.Device, Target: e.Model}
+		if drafter, err = NewDrafter(*o.Speculative, env); err != nil {
+			return nil, err
+		}
+		if r, ok := drafter.(interface{ Release() }); ok {
+			defer r.Release()
 		}
 		k = o.Speculative.NumSpeculativeTokens
 	}

@@ -42,7 +42,7 @@ func runGenerate(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*model, "the default model"))
-	e, err := spec.Load(*model, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar()})
+	e, err := spec.Load(*model, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
 	if err != nil {
 		return err
 	}

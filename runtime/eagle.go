@@ -1,0 +1,227 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights"
+)
+
+// ErrEagle is wrapped by errors about an EAGLE head that does not fit its target model.
+var ErrEagle = errors.New("EAGLE head does not fit the target")
+
+// Eagle is an EAGLE-1 or EAGLE-3 drafter head on the target model's device, with its own
+// paged KV cache (one layer). Its draft row p takes the token x_{p+1} and the target's
+// feature of position p, at position p:
+//
+//	EAGLE-1: g = fc_e E[x] + fc_f rmsnorm_final(h) + b       two mat-vecs, the second ACCUM
+//	EAGLE-3: g = fc [a_low; a_mid; a_high];  u = [rmsnorm_in(E x) | rmsnorm_hidden(g)]
+//	x = g + Wo Attn(q, k, v)                                 q, k, v from g (1) or u (3)
+//	o = x + W2 swiglu(W13 rmsnorm_post(x))
+//	draft = argmax lm_head(o) (1: the target's, no norm; 3: own, after rmsnorm, via d2t)
+//
+// Sync (after every target step) extends the cache with the rows the target verified:
+// one "catch-up" forward over the new positions, whose last row gives the first draft.
+// Draft then runs the other depths, each fed the previous depth's token and output, in one
+// submit (a Program per depth, tokens chained through argmax_rows on the device), and reads
+// back only the draft ids. The next Sync drops the depths' rows from the cache.
+type Eagle struct {
+	t      *Model
+	d      *Device
+	kind   string
+	cfg    weights.Config // the head's layer
+	featW  int            // width of the target feature rows (Ht or 3Ht)
+	vOut   int            // logits columns (V or Vd)
+	maxK   int            // most drafts per Draft
+	pool   *PagePool
+	seq    *Sequence
+	layer  eagleLayer
+	bufs   eagleBufs
+	catchM *Program   // catch-up, at most 16 rows (mat-vecs)
+	catchT *Program   // catch-up, more rows (tiled matmuls)
+	depths []*Program // depth j+1 (j = 0..maxK-2): one row, argmax into ids[j+1]
+
+	base      int   // position of cache row 0 (> 0 when early features were never seen)
+	committed int   // positions < committed are in the cache (from target features)
+	synced    int   // len(ctx) of the last Sync
+	ready     bool  // the catch-up's last row (first draft, its output) is on the device
+	cache     []int // drafts already read back for the synced context
+}
+
+type eagleLayer struct {
+	embed, fcE, fcF, fc, qkv, wo, w13, w2, lmHead *Linear
+	fcBias, postNorm, inNorm, hidNorm, norm, d2t  *webgpu.Buffer
+	kc, vc                                        *webgpu.Buffer
+}
+
+type eagleBufs struct {
+	tok, fin, e, u, x, qkv, att, h, logits, ids, pageTable *webgpu.Buffer
+	staging                                                *webgpu.Buffer
+}
+
+// NewEagle uploads head w (in the target's weight type) next to target t. An EAGLE-3 target
+// must have been made with ModelOptions.AuxLayers equal to w.AuxLayers(layers).
+func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
+	if err := w.CheckTarget(&t.Cfg); err != nil {
+		return nil, err
+	}
+	e := &Eagle{t: t, d: t.d, kind: w.Kind, cfg: w.Cfg, featW: t.Cfg.Dim, vOut: t.Cfg.Vocab, maxK: t.Opts.MaxDraft}
+	if w.Kind == weights.EagleKind3 {
+		want, err := w.AuxLayers(t.Cfg.NLayers)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Equal(t.Opts.AuxLayers, want) {
+			return nil, fmt.Errorf("%w: EAGLE-3 reads the residual entering layers %v, but the target was made with ModelOptions.AuxLayers %v",
+				ErrEagle, want, t.Opts.AuxLayers)
+		}
+		e.featW, e.vOut = 3*t.Cfg.Dim, w.DraftVocab
+	}
+	c := w.Cfg
+	if c.HeadDim > 256 {
+		return nil, fmt.Errorf("%w: head_dim %d (the attention kernel handles at most 256)", ErrEagle, c.HeadDim)
+	}
+	ps := t.Opts.PageSize
+	e.pool = NewPagePool((t.Cfg.MaxSeq+e.maxK+ps-1)/ps+1, ps)
+	e.seq = e.pool.NewSequence()
+	if err := e.upload(w); err != nil {
+		return nil, err
+	}
+	if err := e.allocate(); err != nil {
+		return nil, err
+	}
+	var err error
+	if e.catchM, err = e.record(false, true, 0); err != nil {
+		return nil, err
+	}
+	if e.catchT, err = e.record(true, true, 0); err != nil {
+		return nil, err
+	}
+	for j := 1; j < e.maxK; j++ {
+		p, err := e.record(false, false, j)
+		if err != nil {
+			return nil, err
+		}
+		e.depths = append(e.depths, p)
+	}
+	return e, nil
+}
+
+// Kind is weights.EagleKind1 or weights.EagleKind3.
+func (e *Eagle) Kind() string { return e.kind }
+
+func (e *Eagle) upload(w *weights.Eagle) error {
+	c, d, wt, ly := w.Cfg, e.d, e.t.Opts.Weights, &e.layer
+	H, I := c.Dim, c.HiddenDim
+	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	in := H
+	if w.Kind == weights.EagleKind3 {
+		in = 2 * H
+	}
+	lin := func(dst **Linear, name string, v []float32, rows, k int) func() error {
+		return func() (err error) { *dst, err = d.UploadLinear("eagle."+name, v, rows, k, wt); return }
+	}
+	vec := func(dst **webgpu.Buffer, name string, v []float32) func() error {
+		return func() (err error) {
+			if v != nil {
+				*dst, err = d.UploadF32("eagle."+name, v)
+			}
+			return
+		}
+	}
+	steps := []func() error{
+		lin(&ly.qkv, "qkv", concat(w.Wq, w.Wk, w.Wv), q+2*kv, in),
+		lin(&ly.wo, "wo", w.Wo, H, q),
+		lin(&ly.w13, "w13", concat(w.WGate, w.WUp), 2*I, H),
+		lin(&ly.w2, "w2", w.WDown, H, I),
+		vec(&ly.fcBias, "fc_bias", w.FCBias), vec(&ly.postNorm, "post_norm", w.PostNorm),
+		vec(&ly.inNorm, "input_norm", w.InputNorm), vec(&ly.hidNorm, "hidden_norm", w.HidNorm),
+		vec(&ly.norm, "norm", w.Norm),
+	}
+	ly.embed, ly.lmHead = e.t.embed, e.t.lmHead
+	if w.Embed != nil {
+		steps = append(steps, lin(&ly.embed, "embed", w.Embed, c.Vocab, H))
+	}
+	if w.Kind == weights.EagleKind1 {
+		fcE, fcF := make([]float32, 0, H*H), make([]float32, 0, H*H)
+		for r := range H {
+			fcE = append(fcE, w.FC[r*2*H:r*2*H+H]...)
+			fcF = append(fcF, w.FC[r*2*H+H:(r+1)*2*H]...)
+		}
+		steps = append(steps, lin(&ly.fcE, "fc_e", fcE, H, H), lin(&ly.fcF, "fc_f", fcF, H, H))
+	} else {
+		steps = append(steps, lin(&ly.lmHead, "lm_head", w.LMHead, w.DraftVocab, H))
+		if w.FC != nil {
+			steps = append(steps, lin(&ly.fc, "fc", w.FC, H, e.featW))
+		}
+		if w.D2T != nil {
+			m := make([]uint32, len(w.D2T))
+			for i, v := range w.D2T {
+				m[i] = uint32(int32(v)) // |d2t| < vocab: fits
+			}
+			steps = append(steps, func() (err error) { ly.d2t, err = d.UploadBytes("eagle.d2t", U32Bytes(m)); return })
+		}
+	}
+	kvBytes := uint64(e.pool.Pages() * e.pool.PageSize * kv * 4)
+	steps = append(steps,
+		func() (err error) { ly.kc, err = d.NewStorage("eagle.k_cache", kvBytes); return },
+		func() (err error) { ly.vc, err = d.NewStorage("eagle.v_cache", kvBytes); return })
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Eagle) allocate() error {
+	c, b := e.cfg, &e.bufs
+	chunk := e.t.Opts.PrefillChunk
+	H := c.Dim
+	qkvW := (c.NHeads + 2*c.NKVHeads) * c.HeadDim
+	sizes := []struct {
+		b **webgpu.Buffer
+		n int
+		s string
+	}{
+		{&b.tok, chunk, "tok"}, {&b.fin, chunk * max(e.featW, H), "features"}, {&b.e, chunk * H, "embedded"},
+		{&b.u, chunk * 2 * H, "u"}, {&b.x, chunk * H, "x"}, {&b.qkv, chunk * qkvW, "qkv"},
+		{&b.att, chunk * c.NHeads * c.HeadDim, "att"}, {&b.h, chunk * 2 * c.HiddenDim, "h"},
+		{&b.logits, e.vOut, "logits"}, {&b.ids, e.maxK, "ids"}, {&b.pageTable, e.pool.Pages(), "page_table"},
+	}
+	for _, s := range sizes {
+		buf, err := e.d.NewStorage("eagle."+s.s, uint64(4*s.n))
+		if err != nil {
+			return err
+		}
+		*s.b = buf
+	}
+	var err error
+	b.staging, err = e.d.CreateBuffer("eagle.ids staging", uint64(4*e.maxK), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	return err
+}
+
+// Release frees the head's cache pages and device buffers.
+func (e *Eagle) Release() {
+	e.seq.Release()
+	b, ly := &e.bufs, &e.layer
+	for _, buf := range []*webgpu.Buffer{b.tok, b.fin, b.e, b.u, b.x, b.qkv, b.att, b.h, b.logits, b.ids,
+		b.pageTable, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
+		if buf != nil {
+			buf.Release()
+		}
+	}
+	for _, l := range []*Linear{ly.fcE, ly.fcF, ly.fc, ly.qkv, ly.wo, ly.w13, ly.w2} {
+		if l != nil {
+			l.Release()
+		}
+	}
+	if ly.embed != e.t.embed {
+		ly.embed.Release()
+	}
+	if ly.lmHead != e.t.lmHead {
+		ly.lmHead.Release()
+	}
+}

@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"math"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// record builds one program of the head: the catch-up (catchup, over the step's rows, the
+// features in fin being the target's) or draft depth `depth` (one row, the feature in fin
+// row 0 being the previous depth's output o). Either ends with the argmax of the last row's
+// logits written to ids[depth]:
+//
+//	e = embed[tok]
+//	EAGLE-1: x = fc_e e + b;  x += fc_f f   (f = rmsnorm_final(fin) at the catch-up, fin after)
+//	         qkv = Wqkv x
+//	EAGLE-3: u[:, :H] = rmsnorm_in(e)
+//	         x = fc fin (catch-up, when 3Ht != H) or x = fin (copy_rows)
+//	         u[:, H:] = rmsnorm_hidden(x);  qkv = Wqkv u
+//	rope_kv; attention; x += Wo att; h = W13 rmsnorm_post(x); x += W2 swiglu(h)
+//	logits = lm_head(x last row)  (EAGLE-3: rmsnorm_norm first)
+//	ids[depth] = argmax logits  (EAGLE-3: + d2t)
+func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
+	c, ly, b, d := e.cfg, &e.layer, &e.bufs, e.d
+	p, err := d.NewProgram()
+	if err != nil {
+		return nil, err
+	}
+	H, hd := c.Dim, c.HeadDim
+	eps := float32(c.RMSEps)
+	qkvW := (c.NHeads + 2*c.NKVHeads) * hd
+	dummy := e.t.dummy
+	rowGrid := func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(uint32(H), 64), s.M, 1 }
+	normInto := func(src, w *webgpu.Buffer, off int) error {
+		return p.Add(KernelCall{
+			Kernel: "rmsnorm", Weights: wgsl.F32,
+			Params:  RMSNormParams{N: uint32(H), Eps: eps, YStride: uint32(2 * H), YOff: uint32(off)},
+			Buffers: []webgpu.Binding{{Buffer: src}, {Buffer: w}, {Buffer: b.u}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+		})
+	}
+	for _, part := range ly.embed.parts {
+		err := p.Add(KernelCall{
+			Kernel: "embed", Weights: ly.embed.WT,
+			Params:  EmbedParams{Dim: uint32(H), Rows: uint32(part.rows), Row0: uint32(part.row0)},
+			Buffers: []webgpu.Binding{{Buffer: b.tok}, {Buffer: part.buf}, {Buffer: b.e}},
+			Grid:    rowGrid,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	qkvIn := b.x
+	if e.kind == weights.EagleKind1 {
+		if err := p.AddMat("eagle.fc_e", ly.fcE, b.e, b.x, H, MatFusion{Bias: ly.fcBias}, tiled, dummy); err != nil {
+			return nil, err
+		}
+		f := MatFusion{Accum: true}
+		if catchup {
+			f.Norm, f.Eps = e.t.norm, float32(e.t.Cfg.RMSEps)
+		}
+		if err := p.AddMat("eagle.fc_f", ly.fcF, b.fin, b.x, H, f, tiled, dummy); err != nil {
+			return nil, err
+		}
+	} else {
+		qkvIn = b.u
+		if err := normInto(b.e, ly.inNorm, 0); err != nil {
+			return nil, err
+		}
+		if catchup && ly.fc != nil {
+			err = p.AddMat("eagle.fc", ly.fc, b.fin, b.x, H, MatFusion{}, tiled, dummy)
+		} else {
+			err = p.Add(KernelCall{
+				Kernel:  "copy_rows",
+				Params:  CopyRowsParams{Width: uint32(H), SrcStride: uint32(H), DstStride: uint32(H)},
+				Buffers: []webgpu.Binding{{Buffer: b.fin}, {Buffer: b.x}},
+				Grid:    rowGrid,
+			})
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := normInto(b.x, ly.hidNorm, H); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, MatFusion{}, tiled, dummy); err != nil {
+		return nil, err
+	}
+	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
+		PageSize: uint32(e.pool.PageSize), Theta: float32(c.RopeTheta)}
+	ropeO := Overrides{}
+	if rs := c.RopeScaling; rs != nil {
+		ropeO["LLAMA3"] = 1
+		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
+		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
+	}
+	ropeWork := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd)
+	calls := []KernelCall{{
+		Kernel: "rope_kv", Overrides: ropeO, Params: rope,
+		Buffers: []webgpu.Binding{{Buffer: b.qkv}, {Buffer: b.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}},
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(ropeWork, 64), s.M, 1 },
+	}, {
+		Kernel: "attention",
+		Params: AttnParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
+			PageSize: uint32(e.pool.PageSize), QStride: uint32(qkvW), Scale: float32(1 / math.Sqrt(float64(hd)))},
+		Buffers: []webgpu.Binding{{Buffer: b.qkv}, {Buffer: b.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}, {Buffer: b.att}},
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return uint32(c.NHeads), s.M, 1 },
+	}}
+	for _, call := range calls {
+		if err := p.Add(call); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, MatFusion{Accum: true}, tiled, dummy); err != nil {
+		return nil, err
+	}
+	if err := p.AddMat("eagle.w13", ly.w13, b.x, b.h, 2*c.HiddenDim, MatFusion{Norm: ly.postNorm, Eps: eps}, tiled, dummy); err != nil {
+		return nil, err
+	}
+	if err := p.AddMat("eagle.w2", ly.w2, b.h, b.x, H, MatFusion{SwiGLU: true, Accum: true}, tiled, dummy); err != nil {
+		return nil, err
+	}
+	head := MatFusion{LastRows: true}
+	if e.kind == weights.EagleKind3 {
+		head.Norm, head.Eps = ly.norm, eps
+	}
+	if err := p.AddMat("eagle.lm_head", ly.lmHead, b.x, b.logits, e.vOut, head, false, dummy); err != nil {
+		return nil, err
+	}
+	o := Overrides{}
+	mp := dummy
+	if ly.d2t != nil {
+		o["MAP"], mp = 1, ly.d2t
+	}
+	err = p.Add(KernelCall{
+		Kernel: "argmax_rows", Overrides: o,
+		Params:  ArgmaxParams{Cols: uint32(e.vOut), OutOff: uint32(depth)},
+		Buffers: []webgpu.Binding{{Buffer: b.logits}, {Buffer: mp}, {Buffer: b.ids}},
+		Grid:    Fixed(1, 1, 1),
+	})
+	return p, err
+}

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/wspec/wspec/weights"
+)
+
+// Sync tells the head the sequence is now ctx, right after a target step on it (the
+// target's Hidden/Aux buffers hold that step's rows). It drops the rows the last Draft
+// added, then runs the catch-up: the draft rows of the positions from the cache's end up to
+// len(ctx)-2, whose next tokens are known and whose features the target's last step holds,
+// in one submit that also leaves the first draft's id and output on the device. Nothing is
+// read back.
+//
+// The head can only use features the target's LAST step computed: after a chunked prefill
+// (or any step Sync did not see), the positions before that step have none, and the cache
+// then restarts at the step's first position (its RoPE positions counted from there, which
+// leaves attention scores unchanged). The drafts are guesses either way; the target's
+// verification keeps the output exact.
+func (e *Eagle) Sync(ctx []int) error {
+	N := len(ctx)
+	if N == 0 {
+		return fmt.Errorf("%w: empty context", ErrBadInput)
+	}
+	e.ready, e.cache, e.synced = false, nil, N
+	keep := max(0, min(e.committed, N-1)-e.base)
+	e.seq.Truncate(keep)
+	e.committed = e.base + keep
+	pos0, rows := e.t.LastStep()
+	end := min(N-1, pos0+rows) // positions < end have a feature and a known next token
+	if end <= e.committed {
+		return nil
+	}
+	if e.committed < pos0 { // a gap: restart the cache at the first position with a feature
+		if end <= pos0 {
+			return nil
+		}
+		e.seq.Truncate(0)
+		e.base, e.committed = pos0, pos0
+	}
+	m := end - e.committed
+	if m > e.t.Opts.PrefillChunk {
+		return fmt.Errorf("runtime: eagle catch-up of %d rows exceeds the chunk of %d", m, e.t.Opts.PrefillChunk)
+	}
+	toks := make([]uint32, m)
+	for i, t := range ctx[e.committed+1 : end+1] {
+		if t < 0 || t >= e.t.Cfg.Vocab {
+			return fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, e.t.Cfg.Vocab)
+		}
+		toks[i] = uint32(t)
+	}
+	local := e.committed - e.base
+	if err := e.reserve(local + m); err != nil {
+		return err
+	}
+	b := &e.bufs
+	b.tok.Write(0, U32Bytes(toks))
+	src := e.t.x // EAGLE-1: the residual after the last layer (normed by fc_f's fusion)
+	if e.kind == weights.EagleKind3 {
+		src = e.t.aux // the residuals entering the aux layers, side by side
+	}
+	rowBytes := uint64(4 * e.featW)
+	enc := e.d.NewEncoder()
+	enc.Copy(src, uint64(e.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
+	prog := e.catchM
+	if m > 16 {
+		prog = e.catchT
+	}
+	prog.Encode(enc, &StepBlock{M: uint32(m), Pos0: uint32(local)}, nil)
+	H := uint64(4 * e.cfg.Dim)
+	enc.Copy(b.x, uint64(m-1)*H, b.fin, 0, H) // the last row's output feeds depth 2
+	if err := enc.Submit(); err != nil {
+		return err
+	}
+	e.seq.Commit(local + m)
+	e.committed = end
+	e.ready = end == N-1
+	return nil
+}
+
+// reserve grows the cache to n rows and writes the page table.
+func (e *Eagle) reserve(n int) error {
+	if _, err := e.seq.Reserve(n); err != nil {
+		return err
+	}
+	pages := make([]uint32, len(e.seq.Pages()))
+	for i, p := range e.seq.Pages() {
+		pages[i] = uint32(p)
+	}
+	e.bufs.pageTable.Write(0, U32Bytes(pages))
+	return nil
+}
+
+// Draft proposes up to k tokens (at most the target's MaxDraft) to follow ctx, greedily: the
+// catch-up's first draft and k-1 more depths, all in one submit, reading back only the ids.
+// It Syncs first when ctx is not the context of the last Sync; it returns no drafts when
+// the head has not seen the features of the last position (nothing to draft from). Calling
+// it again for the same context returns the same drafts.
+func (e *Eagle) Draft(ctx []int, k int) ([]int, error) {
+	if len(ctx) != e.synced {
+		if err := e.Sync(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if e.cache != nil {
+		return e.cache[:min(k, len(e.cache))], nil
+	}
+	k = min(k, e.maxK)
+	if !e.ready || k <= 0 {
+		return nil, nil
+	}
+	local := e.committed - e.base
+	if k > 1 {
+		if err := e.reserve(local + k - 1); err != nil {
+			return nil, err
+		}
+	}
+	b := &e.bufs
+	H := uint64(4 * e.cfg.Dim)
+	enc := e.d.NewEncoder()
+	for j := 1; j < k; j++ {
+		enc.Copy(b.ids, uint64(4*(j-1)), b.tok, 0, 4)
+		e.depths[j-1].Encode(enc, &StepBlock{M: 1, Pos0: uint32(local + j - 1)}, nil)
+		enc.Copy(b.x, 0, b.fin, 0, H)
+	}
+	enc.Copy(b.ids, 0, b.staging, 0, uint64(4*k))
+	if err := enc.Submit(); err != nil {
+		return nil, err
+	}
+	e.seq.Commit(local + k - 1)
+	e.ready = false
+	raw := make([]byte, 4*k)
+	if err := b.staging.Read(0, raw); err != nil {
+		return nil, err
+	}
+	drafts := make([]int, k)
+	for i := range drafts {
+		drafts[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
+		if drafts[i] >= e.t.Cfg.Vocab {
+			return nil, fmt.Errorf("runtime: eagle drafted id %d outside the vocabulary of %d", drafts[i], e.t.Cfg.Vocab)
+		}
+	}
+	e.cache = drafts
+	return drafts, nil
+}
+
+// CacheLen is the number of rows in the head's KV cache and the position of row 0.
+func (e *Eagle) CacheLen() (rows, base int) { return e.seq.Len(), e.base }

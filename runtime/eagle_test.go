@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"errors"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
+)
+
+var eagleTarget = weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 4, NHeads: 4, NKVHeads: 2, HeadDim: 16,
+	Vocab: 300, MaxSeq: 96, RopeTheta: 10000, RMSEps: 1e-5}
+
+// writeEagleHead writes a random head to a temporary folder in the published layout and
+// loads it back (so the loader's reading is what the device and the reference use).
+func writeEagleHead(t *testing.T, kind string, c weights.Config, vd int, seed int64, o weights.EagleWriteOptions) *weights.Eagle {
+	t.Helper()
+	dir := t.TempDir()
+	if err := weights.WriteEagle(dir, ref.RandomEagle(kind, c, eagleTarget, vd, seed), o); err != nil {
+		t.Fatal(err)
+	}
+	w, err := weights.LoadEagle(dir, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestEagleMatchesReference: the drafts the device head proposes after a prefill (tiled
+// catch-up, or only the last chunk's features) and after verify steps that keep all, some or
+// none of their rows equal the pure-Go head's greedy drafts on the same target features.
+func TestEagleMatchesReference(t *testing.T) {
+	d := testDevice(t)
+	head := func(dim, hidden, nh, nkv, hd int, theta float64) weights.Config {
+		return weights.Config{Arch: "llama", Dim: dim, HiddenDim: hidden, NHeads: nh, NKVHeads: nkv, HeadDim: hd,
+			MaxSeq: 96, RopeTheta: theta, RMSEps: 1e-5, BOS: -1}
+	}
+	cases := []struct {
+		name, kind string
+		head       weights.Config
+		vd, prompt int
+		o          weights.EagleWriteOptions
+	}{
+		{"eagle", weights.EagleKind1, head(64, 128, 4, 2, 16, 10000), 0, 20, weights.EagleWriteOptions{}},
+		{"eagle-chunked-prefixed-f16", weights.EagleKind1, head(64, 96, 8, 8, 8, 500000), 0, 45, weights.EagleWriteOptions{Prefix: true, DType: weights.F16}},
+		{"eagle3-d2t-own-embedding", weights.EagleKind3, head(48, 96, 4, 4, 12, 10000), 200, 20, weights.EagleWriteOptions{Prefix: true}},
+		{"eagle3-full-vocab", weights.EagleKind3, head(64, 128, 4, 1, 16, 10000), 0, 12, weights.EagleWriteOptions{DType: weights.BF16}},
+	}
+	for ci, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tw := ref.RandomLlama(eagleTarget, int64(40+ci))
+			w := writeEagleHead(t, tc.kind, tc.head, tc.vd, int64(50+ci), tc.o)
+			var aux []int
+			if tc.kind == weights.EagleKind3 {
+				var err error
+				if aux, err = w.AuxLayers(eagleTarget.NLayers); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := NewModel(d, tw, ModelOptions{PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := NewEagle(m, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release()
+			checkEagleRounds(t, m, h, tw, w, aux, tc.prompt, int64(ci))
+		})
+	}
+}
+
+func checkEagleRounds(t *testing.T, m *Model, h *Eagle, tw *ref.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	featW := eagleTarget.Dim * max(1, len(aux))
+	seq := m.Pool.NewSequence()
+	defer seq.Release()
+	st := ref.NewLlamaState(tw)
+	rs := ref.NewEagleState(w, tw)
+	ctx := make([]int, promptLen)
+	for i := range ctx {
+		ctx[i] = rng.Intn(eagleTarget.Vocab)
+	}
+	// The reference head starts where the device's features start: the last prefill chunk.
+	refBase := (promptLen - 1) / 32 * 32
+	fed := ctx
+	for round := 0; round < 6; round++ {
+		lenBefore := seq.Len()
+		out, err := m.Forward(seq, fed, 0, nil, Sampling{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, hidden := st.Forward(fed)
+		feats := ref.EagleFeatures(tw, fed, hidden, aux)
+		// Keep `keep` of the fed rows (a verify step that accepted keep-1 drafts).
+		keep := len(fed)
+		if round > 0 {
+			keep = 1 + rng.Intn(len(fed))
+			seq.Truncate(lenBefore + keep)
+			st.Truncate(lenBefore + keep)
+		}
+		if round > 0 {
+			ctx = append(ctx, fed[1:keep]...)
+		}
+		ctx = append(ctx, out[0])
+		if err := h.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		k := 1 + rng.Intn(8)
+		got, err := h.Draft(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reference catch-up rows: positions max(lenBefore, refBase) .. len(ctx)-2.
+		from := max(lenBefore, refBase)
+		rows := len(ctx) - 1 - from
+		f := feats[(from-lenBefore)*featW : (from-lenBefore+rows)*featW]
+		want := rs.Draft(ctx[from+1:], f, featW, k)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d (k %d, %d catch-up rows): device drafts %v, reference %v", round, k, rows, got, want)
+		}
+		if again, _ := h.Draft(ctx, k); !slices.Equal(again, got) {
+			t.Fatalf("round %d: a second Draft gave %v, then %v", round, got, again)
+		}
+		if n, base := h.CacheLen(); base+n != len(ctx)-1+k-1 || base != refBase {
+			t.Fatalf("round %d: head cache of %d rows from %d, context %d, k %d", round, n, base, len(ctx), k)
+		}
+		fed = append([]int{ctx[len(ctx)-1]}, got...)
+	}
+}
+
+// TestEagleTargetMismatch: a head that does not fit its target is refused with a clear error.
+func TestEagleTargetMismatch(t *testing.T) {
+	d := testDevice(t)
+	tw := ref.RandomLlama(eagleTarget, 3)
+	m, err := NewModel(d, tw, ModelOptions{PageSize: 8, PrefillChunk: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NHeads: 4, NKVHeads: 4, HeadDim: 16, RopeTheta: 10000, RMSEps: 1e-5, MaxSeq: 96}
+	w3 := ref.RandomEagle(weights.EagleKind3, c, eagleTarget, 0, 1)
+	if _, err := NewEagle(m, w3); !errors.Is(err, ErrEagle) {
+		t.Errorf("EAGLE-3 head on a target without aux layers: %v", err)
+	}
+	c.Dim, c.HeadDim = 32, 8
+	w1 := ref.RandomEagle(weights.EagleKind1, c, eagleTarget, 0, 1)
+	if _, err := NewEagle(m, w1); !errors.Is(err, weights.ErrBadEagle) {
+		t.Errorf("EAGLE-1 head of another width: %v", err)
+	}
+}
