@@ -89,18 +89,33 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     y[i] = v;
     return;
   }
-  var acc: array<vec4f, MAXM>;
-  for (var k = 0u; k < k4; k++) {
-    let wv = vec4f(w[wrow + k]);
-    for (var r = 0u; r < rows; r++) { acc[r] += wv * xin4(row0 + r, 4u * k); }
-  }
-  for (var r = 0u; r < rows; r++) {
-    var v = acc[r].x + acc[r].y + acc[r].z + acc[r].w;
-    if (NORM) { v *= rinv[r]; }
-    if (HAS_BIAS) { v += bias[col]; }
-    if (SILU) { v = silu(v); }
-    let i = r * P.y_stride + col;
-    if (ACCUM) { v += y[i]; }
-    y[i] = v;
+  // Several rows (verifying drafts): blocks of four rows with four accumulators, each weight
+  // vec4 loaded once per block. (A private array indexed by the row would live in memory on
+  // CPU adapters.)
+  for (var rb = 0u; rb < rows; rb += 4u) {
+    let nr = min(4u, rows - rb);
+    var a0 = vec4f(0.0);
+    var a1 = vec4f(0.0);
+    var a2 = vec4f(0.0);
+    var a3 = vec4f(0.0);
+    for (var k = 0u; k < k4; k++) {
+      let wv = vec4f(w[wrow + k]);
+      a0 += wv * xin4(row0 + rb, 4u * k);
+      if (nr > 1u) { a1 += wv * xin4(row0 + rb + 1u, 4u * k); }
+      if (nr > 2u) { a2 += wv * xin4(row0 + rb + 2u, 4u * k); }
+      if (nr > 3u) { a3 += wv * xin4(row0 + rb + 3u, 4u * k); }
+    }
+    let one = vec4f(1.0);
+    let sums = vec4f(dot(a0, one), dot(a1, one), dot(a2, one), dot(a3, one));
+    for (var j = 0u; j < nr; j++) {
+      let r = rb + j;
+      var v = sums[j];
+      if (NORM) { v *= rinv[r]; }
+      if (HAS_BIAS) { v += bias[col]; }
+      if (SILU) { v = silu(v); }
+      let i = r * P.y_stride + col;
+      if (ACCUM) { v += y[i]; }
+      y[i] = v;
+    }
   }
 }
