@@ -41,16 +41,8 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
 			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
 		})
 	}
-	for _, part := range ly.embed.parts {
-		err := p.Add(KernelCall{
-			Kernel: "embed", Weights: ly.embed.WT,
-			Params:  EmbedParams{Dim: uint32(H), Rows: uint32(part.rows), Row0: uint32(part.row0)},
-			Buffers: []webgpu.Binding{{Buffer: b.tok}, {Buffer: part.buf}, {Buffer: b.e}},
-			Grid:    rowGrid,
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := p.AddEmbed(ly.embed, b.tok, b.e); err != nil {
+		return nil, err
 	}
 	qkvIn := b.x
 	if e.kind == weights.EagleKind1 {

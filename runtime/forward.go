@@ -29,16 +29,8 @@ func (m *Model) record(tiled bool) (*Program, error) {
 	eps := float32(c.RMSEps)
 	hd := c.HeadDim
 	qkvW := (c.NHeads + 2*c.NKVHeads) * hd
-	for _, part := range m.embed.parts {
-		err := p.Add(KernelCall{
-			Kernel: "embed", Weights: m.embed.WT,
-			Params:  EmbedParams{Dim: uint32(c.Dim), Rows: uint32(part.rows), Row0: uint32(part.row0)},
-			Buffers: []webgpu.Binding{{Buffer: m.tokens}, {Buffer: part.buf}, {Buffer: m.x}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(uint32(c.Dim), 64), s.M, 1 },
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := p.AddEmbed(m.embed, m.tokens, m.x); err != nil {
+		return nil, err
 	}
 	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
 		PageSize: uint32(o.PageSize), Theta: float32(c.RopeTheta)}

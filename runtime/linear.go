@@ -12,6 +12,7 @@ import (
 // f16, split by rows into parts that each fit one storage binding.
 type Linear struct {
 	Rows, K int
+	Stride  int // row stride in elements: K, padded by 64 bytes where K's bytes are a multiple of 1 KiB
 	WT      wgsl.WeightType
 	parts   []linearPart
 }
@@ -30,15 +31,29 @@ func (d *Device) UploadLinear(name string, w []float32, rows, k int, wt wgsl.Wei
 	if wt == wgsl.F16 {
 		elem = 2
 	}
-	rowBytes := uint64(k * elem)
+	// Rows whose byte stride is a multiple of 1 KiB (K = 1024, 2048, 4096, ...) make the
+	// register-blocked matmul read rows that alias in CPU caches (half speed on lavapipe at
+	// K = 1024): pad them by 64 bytes, which keeps vec4 alignment.
+	stride := k
+	if (k*elem)%1024 == 0 {
+		stride += 64 / elem
+	}
+	rowBytes := uint64(stride * elem)
 	perPart := int(d.Limits.MaxStorageBufferBindingSize / rowBytes)
 	if perPart < 1 {
 		return nil, fmt.Errorf("runtime: one row of %s (%d bytes) exceeds the adapter's storage binding limit %d", name, rowBytes, d.Limits.MaxStorageBufferBindingSize)
 	}
-	l := &Linear{Rows: rows, K: k, WT: wt}
+	l := &Linear{Rows: rows, K: k, Stride: stride, WT: wt}
 	for r0 := 0; r0 < rows; r0 += perPart {
 		n := min(perPart, rows-r0)
 		chunk := w[r0*k : (r0+n)*k]
+		if stride != k {
+			padded := make([]float32, n*stride)
+			for r := 0; r < n; r++ {
+				copy(padded[r*stride:r*stride+k], chunk[r*k:(r+1)*k])
+			}
+			chunk = padded
+		}
 		var raw []byte
 		if wt == wgsl.F16 {
 			raw = make([]byte, 2*len(chunk))
@@ -118,7 +133,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		}
 		err := p.Add(KernelCall{
 			Kernel: kernel, Weights: w.WT, Overrides: o,
-			Params:  MatParams{N: rows, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride)},
+			Params:  MatParams{N: rows, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride), WStride: uint32(w.Stride)},
 			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}},
 			Grid:    grid,
 		})
@@ -134,4 +149,22 @@ func orDummy(b, dummy *webgpu.Buffer) *webgpu.Buffer {
 		return dummy
 	}
 	return b
+}
+
+// AddEmbed records out[m, :] = table[tokens[m], :] for the step's rows: one dispatch per part of
+// the table.
+func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
+	dim := uint32(table.K)
+	for _, part := range table.parts {
+		err := p.Add(KernelCall{
+			Kernel: "embed", Weights: table.WT,
+			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), Stride: uint32(table.Stride)},
+			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(dim, 64), s.M, 1 },
+		})
+		if err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+	}
+	return nil
 }

@@ -26,7 +26,7 @@ type StepBlock struct {
 }
 
 // EmbedParams mirrors embed.wgsl's Params.
-type EmbedParams struct{ Dim, Rows, Row0, B uint32 }
+type EmbedParams struct{ Dim, Rows, Row0, Stride uint32 }
 
 // RMSNormParams mirrors rmsnorm.wgsl's Params.
 type RMSNormParams struct {
@@ -42,7 +42,8 @@ type MatParams struct {
 	Eps     float32
 	Col0    uint32
 	YStride uint32
-	A, B, C uint32
+	WStride uint32 // row stride of the weight in elements; 0: K
+	B, C    uint32
 }
 
 // RopeParams mirrors rope_kv.wgsl's Params.

@@ -4,7 +4,9 @@
 // The fusions NORM, SWIGLU, HAS_BIAS, ACCUM mean what they mean in matvec.wgsl.
 //!include common.wgsl
 struct Params {
-  n: u32, k: u32, eps: f32, col0: u32, y_stride: u32, _a: u32, _b: u32, _c: u32,
+  n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
+  w_stride: u32, // row stride of w in elements (0: k)
+  _b: u32, _c: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -48,9 +50,10 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     }
     rinv = inverseSqrt(ss / f32(P.k) + P.eps);
   }
+  let ws = select(P.w_stride, P.k, P.w_stride == 0u);
   var acc: array<vec4f, 4>; // acc[i][j]: row m0+i, column n0+j
   for (var k = 0u; k < P.k; k++) {
-    var wv = vec4f(f32(w[ni[0] * P.k + k]), f32(w[ni[1] * P.k + k]), f32(w[ni[2] * P.k + k]), f32(w[ni[3] * P.k + k]));
+    var wv = vec4f(f32(w[ni[0] * ws + k]), f32(w[ni[1] * ws + k]), f32(w[ni[2] * ws + k]), f32(w[ni[3] * ws + k]));
     if (NORM) { wv *= normw[k]; }
     acc[0] += xin(mi[0], k) * wv;
     acc[1] += xin(mi[1], k) * wv;

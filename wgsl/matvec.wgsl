@@ -15,7 +15,9 @@ struct Params {
   eps: f32,      // RMSNorm epsilon
   col0: u32,     // first output column of this part
   y_stride: u32, // row stride of y
-  _a: u32, _b: u32, _c: u32,
+  w_stride: u32, // row stride of w in elements (0: k); rows are padded where k's bytes are a
+                 // multiple of 1 KiB, since such strides alias in CPU caches
+  _b: u32, _c: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -67,7 +69,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   }
   let n = wg.x * WG + l.x;
   if (n >= P.n) { return; }
-  let wrow = n * P.k;
+  let wrow = n * select(P.w_stride, P.k, P.w_stride == 0u);
   let col = P.col0 + n;
   if (rows == 1u) {
     // Decode: one row, scalar accumulators (a private array indexed by a loop variable

@@ -4,7 +4,9 @@
 // picks it whenever K % 4 == 0.
 //!include common.wgsl
 struct Params {
-  n: u32, k: u32, eps: f32, col0: u32, y_stride: u32, _a: u32, _b: u32, _c: u32,
+  n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
+  w_stride: u32, // row stride of w in elements (0: k), a multiple of 4
+  _b: u32, _c: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -75,7 +77,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   }
   let n = wg.x * WG + l.x;
   if (n >= P.n) { return; }
-  let wrow = n * k4;
+  let wrow = n * (select(P.w_stride, P.k, P.w_stride == 0u) / 4u);
   let col = P.col0 + n;
   if (rows == 1u) {
     var a = vec4f(0.0);
