@@ -10,7 +10,7 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
-@group(0) @binding(2) var<storage, read> x: array<f32>;          // [m, k] or [m, 2k] with SWIGLU
+@group(0) @binding(2) var<storage, read> x: array<vec4f>;        // [m, k / 4] or [m, 2k / 4] with SWIGLU
 @group(0) @binding(3) var<storage, read> w: array<vec4<wtype>>;  // [n, k / 4]
 @group(0) @binding(4) var<storage, read> bias: array<f32>;       // [y_stride]
 @group(0) @binding(5) var<storage, read> normw: array<f32>;      // [k]
@@ -26,28 +26,27 @@ const MAXM: u32 = 16u;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXM>;
 
+// x4 is x[i .. i + 4] (i a multiple of 4): one 16-byte load, the same address in every lane.
+fn x4(i: u32) -> vec4f { return x[i / 4u]; }
+
 // xin is the (fused) input x[m, k] before the norm weight, as in matvec.wgsl.
 fn xin(m: u32, k: u32) -> f32 {
-  if (SWIGLU) {
-    let b = m * 2u * P.k;
-    return silu(x[b + k]) * x[b + P.k + k];
-  }
-  return x[m * P.k + k];
+  let v = xin4raw(m, k & ~3u);
+  return v[k & 3u];
 }
 
-// xin4 is the (fused) input x[m, k..k+4] times the norm weight: the same address in every
-// lane, so a broadcast load.
-fn xin4(m: u32, k: u32) -> vec4f {
-  var v: vec4f;
+fn xin4raw(m: u32, k: u32) -> vec4f {
   if (SWIGLU) {
     let b = m * 2u * P.k + k;
-    let g = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
-    let u = vec4f(x[b + P.k], x[b + P.k + 1u], x[b + P.k + 2u], x[b + P.k + 3u]);
-    v = g / (1.0 + exp(-g)) * u;
-  } else {
-    let b = m * P.k + k;
-    v = vec4f(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+    let g = x4(b);
+    return g / (1.0 + exp(-g)) * x4(b + P.k);
   }
+  return x4(m * P.k + k);
+}
+
+// xin4 is the (fused) input x[m, k..k+4] times the norm weight.
+fn xin4(m: u32, k: u32) -> vec4f {
+  var v = xin4raw(m, k);
   if (NORM) { v *= vec4f(normw[k], normw[k + 1u], normw[k + 2u], normw[k + 3u]); }
   return v;
 }
