@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/wspec/wspec/weights"
@@ -37,6 +38,39 @@ func BenchmarkDecodeStories15M(b *testing.B) {
 			b.ReportMetric(float64(last.Dispatches), "dispatches/token")
 			b.ReportMetric(100*last.OverheadShare, "%overhead")
 			b.Log(last)
+		})
+	}
+}
+
+// BenchmarkVerifyStories15M: the cost of one target step that verifies k drafts (k+1 rows)
+// against a plain decode step (k = 0), which bounds what speculation can gain on an adapter.
+func BenchmarkVerifyStories15M(b *testing.B) {
+	host, err := LoadHostWeights(storiesDir)
+	if err != nil {
+		b.Fatalf("%v (run ./setup.sh)", err)
+	}
+	m, err := NewModel(testDevice(b), host, ModelOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := m.NewSession()
+	defer s.Release()
+	if _, err := s.Forward([]int{1, 9038, 2501, 263, 931}, 0, nil, Sampling{}); err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range []int{0, 1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			toks := make([]int, k+1)
+			for i := range toks {
+				toks[i] = 100 + i
+			}
+			n := s.Len()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.Forward(toks, k, nil, Sampling{}); err != nil {
+					b.Fatal(err)
+				}
+				s.Truncate(n)
+			}
 		})
 	}
 }

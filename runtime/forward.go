@@ -20,7 +20,7 @@ import (
 //	    x += Wdown (silu(gate) * up)                   matvec/matmul, SWIGLU + ACCUM
 //	logits = lm_head rmsnorm(x[last n_draft+1 rows])   rmsnorm, matvec LAST_ROWS
 //	out = rejection_sample(logits, drafts, q)          sample
-func (m *Model) record(tiled bool) (*Program, error) {
+func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
 	c, o, d := m.Cfg, m.Opts, m.d
 	p, err := d.NewProgram()
 	if err != nil {
@@ -98,7 +98,7 @@ func (m *Model) record(tiled bool) (*Program, error) {
 	if err := m.addNorm(p, m.x, m.norm, eps); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("lm_head", m.lmHead, m.xn, m.logits, c.Vocab, MatFusion{LastRows: true}, false, m.dummy); err != nil {
+	if err := p.AddMat("lm_head", m.lmHead, m.xn, m.logits, c.Vocab, MatFusion{LastRows: true}, lmTiled, m.dummy); err != nil {
 		return nil, err
 	}
 	err = p.Add(KernelCall{
@@ -220,8 +220,11 @@ func (m *Model) run(seq *Sequence, chunk []uint32, step *StepBlock, last bool) e
 		}
 	}
 	prog := m.decode
-	if len(chunk) > 16 {
+	switch {
+	case len(chunk) > 16:
 		prog = m.prefill
+	case len(chunk) > 1 && step.NDraft > 0:
+		prog = m.verify // k+1 rows: the register-blocked matmul beats k+1 mat-vec rows
 	}
 	prog.Encode(enc, step, nil)
 	if last {

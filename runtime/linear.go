@@ -88,7 +88,7 @@ type MatFusion struct {
 	Bias     *webgpu.Buffer // [Rows] (nil: none)
 	SiLU     bool           // silu(W x + b), before Accum (Medusa's residual blocks; matvec only)
 	Accum    bool           // y += W x (residual add)
-	LastRows bool           // only the last n_draft + 1 input rows (matvec only)
+	LastRows bool           // only the last n_draft + 1 input rows
 }
 
 // AddMat records y = W xin (with fusions) into program p: one dispatch per part of W. With
@@ -110,26 +110,31 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	if f.SiLU {
 		o["SILU"] = 1
 	}
+	if f.LastRows {
+		o["LAST_ROWS"] = 1
+	}
 	kernel := "matvec"
 	if tiled {
 		kernel = "matmul"
-		if f.LastRows || f.SiLU {
-			return fmt.Errorf("runtime: %s: LAST_ROWS and SILU are matvec fusions", name)
+		if f.SiLU {
+			return fmt.Errorf("runtime: %s: SILU is a matvec fusion", name)
 		}
-	} else {
-		if f.LastRows {
-			o["LAST_ROWS"] = 1
-		}
-		if w.K%4 == 0 {
-			kernel = "matvec4"
-		}
+	} else if w.K%4 == 0 {
+		kernel = "matvec4"
 	}
 	norm, bias := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy)
 	for _, part := range w.parts {
 		rows := uint32(part.rows)
 		grid := func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(rows, 64), 1, 1 }
 		if tiled {
-			grid = func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(rows, 64), ceilDiv(s.M, 16), 1 }
+			lastRows := f.LastRows
+			grid = func(s *StepBlock) (uint32, uint32, uint32) {
+				m := s.M
+				if lastRows {
+					m = min(s.NDraft+1, s.M)
+				}
+				return ceilDiv(rows, 64), ceilDiv(m, 16), 1
+			}
 		}
 		err := p.Add(KernelCall{
 			Kernel: kernel, Weights: w.WT, Overrides: o,

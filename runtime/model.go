@@ -82,7 +82,9 @@ type Model struct {
 	lastPos0       int            // position of row 0 of the last step's activations
 	lastM          int            // rows of the last step
 
-	decode, prefill *Program // matvec (<= 16 rows) and tiled matmul programs
+	// decode: one row, mat-vecs. verify: k+1 rows with drafts, tiled matmuls, the LM head on
+	// all k+1 rows. prefill: many rows, tiled matmuls, the LM head on the last row only.
+	decode, verify, prefill *Program
 }
 
 // NewModel uploads host weights and records the decode and prefill programs.
@@ -97,10 +99,13 @@ func NewModel(d *Device, w *ref.LlamaWeights, opts ModelOptions) (*Model, error)
 		return nil, err
 	}
 	var err error
-	if m.decode, err = m.record(false); err != nil {
+	if m.verify, err = m.record(true, true); err != nil {
 		return nil, err
 	}
-	if m.prefill, err = m.record(true); err != nil {
+	if m.decode, err = m.record(false, false); err != nil {
+		return nil, err
+	}
+	if m.prefill, err = m.record(true, false); err != nil {
 		return nil, err
 	}
 	return m, nil

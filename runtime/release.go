@@ -20,6 +20,7 @@ func (m *Model) Release() {
 	}
 	m.decode.Release()
 	m.prefill.Release()
+	m.verify.Release()
 	for _, l := range linears {
 		l.Release()
 	}

@@ -1,7 +1,7 @@
 // matmul.wgsl: y[m, n] (+)= sum_k xin[m, k] * w[n, k] + bias[n] for many rows (prefill).
 // Register-blocked: each invocation computes a 4x4 block (4 rows m, 4 columns n); a 16x4
 // workgroup covers 64 columns x 16 rows; no workgroup memory (fastest found on lavapipe).
-// The fusions NORM, SWIGLU, HAS_BIAS, ACCUM mean what they mean in matvec.wgsl.
+// The fusions NORM, SWIGLU, HAS_BIAS, ACCUM, LAST_ROWS mean what they mean in matvec.wgsl.
 //!include common.wgsl
 struct Params {
   n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
@@ -19,6 +19,7 @@ override NORM: bool = false;
 override SWIGLU: bool = false;
 override HAS_BIAS: bool = false;
 override ACCUM: bool = false;
+override LAST_ROWS: bool = false; // only the last n_draft + 1 rows of x, written as rows 0..
 
 fn xin(m: u32, k: u32) -> f32 {
   if (SWIGLU) {
@@ -32,13 +33,18 @@ fn xin(m: u32, k: u32) -> f32 {
 fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
   let n0 = wg.x * 64u + l.x * 4u;
   let m0 = wg.y * 16u + l.y * 4u;
-  let M = S.m;
+  var M = S.m;
+  var row0 = 0u;
+  if (LAST_ROWS) {
+    M = min(S.n_draft + 1u, S.m);
+    row0 = S.m - M;
+  }
   if (n0 >= P.n || m0 >= M) { return; }
   // Clamp reads to valid rows/columns; the writes below skip the out-of-range ones.
   var mi: array<u32, 4>;
   var ni: array<u32, 4>;
   for (var i = 0u; i < 4u; i++) {
-    mi[i] = min(m0 + i, M - 1u);
+    mi[i] = row0 + min(m0 + i, M - 1u);
     ni[i] = min(n0 + i, P.n - 1u);
   }
   var rinv = vec4f(1.0);

@@ -237,11 +237,11 @@ func matmulCases() []testCase {
 	var out []testCase
 	for _, wt := range weightTypes {
 		for _, f := range fusions {
-			if f.last || f.silu {
+			if f.silu {
 				continue
 			}
 			for _, s := range matShapes {
-				for _, m := range []int{17, 33, 64} {
+				for _, m := range []int{5, 17, 33, 64} { // 5: verifying 4 drafts
 					if s[0] == modelVocab && (m > 17 || f.swiglu || f.accum || (f.bias && !f.norm)) {
 						continue
 					}
