@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"math"
-
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -81,30 +79,8 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
 	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, MatFusion{}, tiled, dummy); err != nil {
 		return nil, err
 	}
-	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
-		PageSize: uint32(e.pool.PageSize), Theta: float32(c.RopeTheta)}
-	ropeO := Overrides{}
-	if rs := c.RopeScaling; rs != nil {
-		ropeO["LLAMA3"] = 1
-		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
-		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
-	}
-	ropeWork := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd)
-	calls := []KernelCall{{
-		Kernel: "rope_kv", Overrides: ropeO, Params: rope,
-		Buffers: []webgpu.Binding{{Buffer: b.qkv}, {Buffer: b.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}},
-		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(ropeWork, 64), s.M, 1 },
-	}, {
-		Kernel: "attention",
-		Params: AttnParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
-			PageSize: uint32(e.pool.PageSize), QStride: uint32(qkvW), Scale: float32(1 / math.Sqrt(float64(hd)))},
-		Buffers: []webgpu.Binding{{Buffer: b.qkv}, {Buffer: b.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}, {Buffer: b.att}},
-		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return uint32(c.NHeads), s.M, 1 },
-	}}
-	for _, call := range calls {
-		if err := p.Add(call); err != nil {
-			return nil, err
-		}
+	if err := p.AddAttention(&c, e.pool.PageSize, b.qkv, b.pageTable, ly.kc, ly.vc, b.att); err != nil {
+		return nil, err
 	}
 	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, MatFusion{Accum: true}, tiled, dummy); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package runtime
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/wspec/wspec/runtime/webgpu"
 )
@@ -32,15 +31,6 @@ func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
 	if err := p.AddEmbed(m.embed, m.tokens, m.x); err != nil {
 		return nil, err
 	}
-	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
-		PageSize: uint32(o.PageSize), Theta: float32(c.RopeTheta)}
-	ropeO := Overrides{}
-	if rs := c.RopeScaling; rs != nil {
-		ropeO["LLAMA3"] = 1
-		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
-		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
-	}
-	ropeWork := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd)
 	for i, ly := range m.layers {
 		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
 		for j, al := range o.AuxLayers {
@@ -64,22 +54,7 @@ func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
 		if err := p.AddMat(name("qkv"), ly.qkv, m.xn, m.qkv, qkvW, MatFusion{Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
-		err := p.Add(KernelCall{
-			Kernel: "rope_kv", Overrides: ropeO, Params: rope,
-			Buffers: []webgpu.Binding{{Buffer: m.qkv}, {Buffer: m.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(ropeWork, 64), s.M, 1 },
-		})
-		if err != nil {
-			return nil, err
-		}
-		err = p.Add(KernelCall{
-			Kernel: "attention",
-			Params: AttnParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
-				PageSize: uint32(o.PageSize), QStride: uint32(qkvW), Scale: float32(1 / math.Sqrt(float64(hd)))},
-			Buffers: []webgpu.Binding{{Buffer: m.qkv}, {Buffer: m.pageTable}, {Buffer: ly.kc}, {Buffer: ly.vc}, {Buffer: m.att}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return uint32(c.NHeads), s.M, 1 },
-		})
-		if err != nil {
+		if err := p.AddAttention(&c, o.PageSize, m.qkv, m.pageTable, ly.kc, ly.vc, m.att); err != nil {
 			return nil, err
 		}
 		if err := p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, MatFusion{Accum: true}, tiled, m.dummy); err != nil {

@@ -155,21 +155,3 @@ func orDummy(b, dummy *webgpu.Buffer) *webgpu.Buffer {
 	}
 	return b
 }
-
-// AddEmbed records out[m, :] = table[tokens[m], :] for the step's rows: one dispatch per part of
-// the table.
-func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
-	dim := uint32(table.K)
-	for _, part := range table.parts {
-		err := p.Add(KernelCall{
-			Kernel: "embed", Weights: table.WT,
-			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), Stride: uint32(table.Stride)},
-			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(dim, 64), s.M, 1 },
-		})
-		if err != nil {
-			return fmt.Errorf("embed: %w", err)
-		}
-	}
-	return nil
-}

@@ -11,6 +11,7 @@ package selftest
 
 import (
 	"fmt"
+	"github.com/wspec/wspec/weights"
 	"hash/fnv"
 	"math"
 	"math/rand"
@@ -328,63 +329,9 @@ func toF16(v []float32) ([]byte, []float32) {
 	raw := make([]byte, 2*len(v))
 	seen := make([]float32, len(v))
 	for i, f := range v {
-		h := F32ToF16(f)
+		h := weights.F32ToF16(f)
 		raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
-		seen[i] = F16ToF32(h)
+		seen[i] = weights.F16ToF32(h)
 	}
 	return raw, seen
-}
-
-// F32ToF16 rounds f to the nearest binary16 (ties to even).
-func F32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 { // subnormal half (or zero)
-		if e < -10 {
-			return sign
-		}
-		mant |= 0x800000
-		shift := uint32(14 - e)
-		h := mant >> shift
-		rem, half := mant&(1<<shift-1), uint32(1)<<(shift-1)
-		if rem > half || (rem == half && h&1 == 1) {
-			h++
-		}
-		return sign | uint16(h)
-	}
-	h := uint32(e)<<10 | mant>>13
-	if rem := mant & 0x1fff; rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-		h++ // a carry into the exponent is right, up to infinity
-	}
-	return sign | uint16(h)
-}
-
-// F16ToF32 widens binary16 bits h exactly.
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp == 0:
-		v := float32(mant) * (1.0 / (1 << 24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
 }

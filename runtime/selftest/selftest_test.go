@@ -80,26 +80,6 @@ func TestExpectCatches(t *testing.T) {
 	}
 }
 
-func TestF16(t *testing.T) {
-	for _, c := range []struct {
-		f float32
-		h uint16
-	}{
-		{0, 0}, {1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {65520, 0x7c00}, {1e9, 0x7c00},
-		{5.960464477539063e-08, 0x0001}, {2.98e-08, 0}, {2.99e-08, 0x0001}, {6.097555160522461e-05, 0x03ff},
-		{6.103515625e-05, 0x0400}, {1 + 1.0/2048, 0x3c00}, {1 + 3.0/2048, 0x3c02}, {0.1, 0x2e66},
-	} {
-		if h := F32ToF16(c.f); h != c.h {
-			t.Errorf("F32ToF16(%g) = %#04x, want %#04x", c.f, h, c.h)
-		}
-	}
-	for h := 0; h < 0x7c00; h++ { // every finite positive half round-trips
-		if F32ToF16(F16ToF32(uint16(h))) != uint16(h) || F32ToF16(-F16ToF32(uint16(h))) != uint16(h)|0x8000 {
-			t.Fatalf("half %#04x does not round-trip (%g)", h, F16ToF32(uint16(h)))
-		}
-	}
-}
-
 func TestWriteJSON(t *testing.T) {
 	rep := Summarize(testDevice(t).Adapter.Info, []Result{{Kernel: "k", Variant: "f32", Size: "n=1", Pass: true, Elapsed: time.Millisecond}})
 	path := filepath.Join(t.TempDir(), "r.json")

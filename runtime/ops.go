@@ -1,0 +1,62 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights"
+)
+
+// The recorded ops that the target model and the drafter heads share.
+
+// AddEmbed records out[m, :] = table[tokens[m], :] for the step's rows: one dispatch per part of
+// the table.
+func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
+	dim := uint32(table.K)
+	for _, part := range table.parts {
+		err := p.Add(KernelCall{
+			Kernel: "embed", Weights: table.WT,
+			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), Stride: uint32(table.Stride)},
+			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(dim, 64), s.M, 1 },
+		})
+		if err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+	}
+	return nil
+}
+
+// AddAttention records the attention block of one layer of architecture c over a paged KV
+// cache: rope_kv (q rotated in place in qkv, k rotated and v copied into the pages of kc and
+// vc at the step's positions) and attention (att [m, n_heads * hd] from q and the cache).
+// qkv is [m, (n_heads + 2 n_kv) * hd], q heads first.
+func (p *Program) AddAttention(c *weights.Config, pageSize int, qkv, pageTable, kc, vc, att *webgpu.Buffer) error {
+	hd := c.HeadDim
+	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
+		PageSize: uint32(pageSize), Theta: float32(c.RopeTheta)}
+	o := Overrides{}
+	if rs := c.RopeScaling; rs != nil {
+		o["LLAMA3"] = 1
+		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
+		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
+	}
+	work := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd) // rotation pairs + v elements
+	err := p.Add(KernelCall{
+		Kernel: "rope_kv", Overrides: o, Params: rope,
+		Buffers: []webgpu.Binding{{Buffer: qkv}, {Buffer: pageTable}, {Buffer: kc}, {Buffer: vc}},
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(work, 64), s.M, 1 },
+	})
+	if err != nil {
+		return err
+	}
+	heads := uint32(c.NHeads)
+	return p.Add(KernelCall{
+		Kernel: "attention",
+		Params: AttnParams{NHeads: heads, NKV: uint32(c.NKVHeads), HeadDim: uint32(hd), PageSize: uint32(pageSize),
+			QStride: uint32((c.NHeads + 2*c.NKVHeads) * hd), Scale: float32(1 / math.Sqrt(float64(hd)))},
+		Buffers: []webgpu.Binding{{Buffer: qkv}, {Buffer: pageTable}, {Buffer: kc}, {Buffer: vc}, {Buffer: att}},
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return heads, s.M, 1 },
+	})
+}
