@@ -76,6 +76,9 @@ func Load(dir string, o LoadOptions) (*Engine, error) {
 		}
 		dir = d
 	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("model folder %s not found (want a Hugging Face folder: config.json, model.safetensors, tokenizer.json)", dir)
+	}
 	var wt wgsl.WeightType
 	switch o.DType {
 	case "", "f32":
