@@ -1,0 +1,54 @@
+package spec
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
+)
+
+// On stories15M, Medusa, EAGLE and EAGLE-3 heads written in their published layouts (random
+// weights: no trained heads exist for this model) load through the engine and leave greedy
+// output token-identical to plain greedy, for k = 1 and k = 8.
+func TestStories15MHeadsGreedy(t *testing.T) {
+	e := storiesEngine(t)
+	c := *e.Config
+	const prompt, n = "Lily and Tom went to the park. They", 24
+	plain, err := e.Generate(prompt, GenerateOptions{MaxTokens: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	medusaDir := t.TempDir()
+	if err := weights.WriteMedusa(medusaDir, ref.RandomMedusa(4, 1, c.Dim, c.Vocab, 3), weights.MedusaV1, weights.F16); err != nil {
+		t.Fatal(err)
+	}
+	head := c
+	head.HiddenDim = 256
+	eagleDir, eagle3Dir := t.TempDir(), t.TempDir()
+	if err := weights.WriteEagle(eagleDir, ref.RandomEagle(weights.EagleKind1, head, c, 0, 4), weights.EagleWriteOptions{DType: weights.F16}); err != nil {
+		t.Fatal(err)
+	}
+	if err := weights.WriteEagle(eagle3Dir, ref.RandomEagle(weights.EagleKind3, head, c, 4000, 5), weights.EagleWriteOptions{DType: weights.BF16}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []struct{ mode, dir string }{{"medusa", medusaDir}, {"eagle", eagleDir}, {"eagle3", eagle3Dir}} {
+		for _, k := range []int{1, 8} {
+			cfg := Config{Mode: sc.mode, NumSpeculativeTokens: k, Model: sc.dir}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Generate(prompt, GenerateOptions{MaxTokens: n, Speculative: &cfg})
+			if err != nil {
+				t.Fatalf("%s k=%d: %v", sc.mode, k, err)
+			}
+			if !slices.Equal(res.Tokens, plain.Tokens) {
+				t.Fatalf("%s k=%d: %q\nplain: %q", sc.mode, k, res.Text, plain.Text)
+			}
+			if res.Metrics.DraftTokens == 0 {
+				t.Fatalf("%s k=%d proposed no drafts", sc.mode, k)
+			}
+			t.Logf("%s k=%d: %d steps, %d draft tokens, acceptance %.2f", sc.mode, k, res.Metrics.Steps, res.Metrics.DraftTokens, res.Metrics.AcceptanceRate())
+		}
+	}
+}
