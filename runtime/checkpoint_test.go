@@ -99,3 +99,41 @@ func TestHFCheckpointLogits(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitWeights: with a storage binding limit far below the weights' sizes, every weight
+// is uploaded in row parts (the embedding gather and each mat-vec dispatched per part), and
+// the logits still match the reference.
+func TestSplitWeights(t *testing.T) {
+	d, err := OpenDevice(AdapterChoice(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	d.Limits.MaxStorageBufferBindingSize = 8 << 10 // 8 KiB: the 300 x 64 f32 embedding is 10 parts
+	cfg := testConfigs[0]
+	w := ref.RandomLlama(cfg, 21)
+	m, err := NewModel(d, w, ModelOptions{PageSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.embed.parts); n < 10 {
+		t.Fatalf("embedding in %d parts, want >= 10", n)
+	}
+	toks := []int{299, 0, 150, 7, 151, 298}
+	st := ref.NewLlamaState(w)
+	seq := m.Pool.NewSequence()
+	for _, step := range [][]int{toks, {42}} {
+		if _, err := m.Forward(seq, step, 0, nil, Sampling{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Logits(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := st.Forward(step)
+		want = want[(len(step)-1)*cfg.Vocab:]
+		if e, at := maxRelErr(got, want); e > 2e-4 {
+			t.Fatalf("logits off by %.2g at %d", e, at)
+		}
+	}
+}
