@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"unsafe"
 )
@@ -22,8 +23,15 @@ import (
 // LibraryEnv names the environment variable that overrides where the library is looked for.
 const LibraryEnv = "WSPEC_WEBGPU_LIB"
 
-// LibraryName is the file name of the Dawn build that setup.sh installs.
-const LibraryName = "libwebgpu_wrapper.so"
+// LibraryName is the file name of the Dawn build in the bun-webgpu-<os>-<arch> npm package of
+// this operating system (setup.sh installs the Linux one).
+var LibraryName = map[string]string{"darwin": "libwebgpu_wrapper.dylib", "windows": "webgpu_wrapper.dll"}[goruntime.GOOS]
+
+func init() {
+	if LibraryName == "" {
+		LibraryName = "libwebgpu_wrapper.so"
+	}
+}
 
 // Sentinel errors; the concrete errors wrap them with %w.
 var (
@@ -37,7 +45,7 @@ var (
 )
 
 // SetupHint is what to run when the library or an adapter is missing.
-const SetupHint = "run ./setup.sh (it installs Dawn and the lavapipe Vulkan driver), or set " + LibraryEnv + " to the path of " + LibraryName
+var SetupHint = "run ./setup.sh (it installs Dawn and the lavapipe Vulkan driver), or set " + LibraryEnv + " to the path of libwebgpu_wrapper (see README.md)"
 
 var (
 	loadMu     sync.Mutex
