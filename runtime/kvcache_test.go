@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"testing"
+
+	"github.com/wspec/wspec/runtime/ref"
 )
 
 func TestPagePoolReserveTruncateRelease(t *testing.T) {
@@ -112,5 +114,55 @@ func TestModelRelease(t *testing.T) {
 	}
 	if err := d.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestForkedSessionsDiverge: two sessions forked after a prompt whose length is not a page
+// multiple continue with different tokens; each one's logits match the reference forward of
+// its own sequence, so the shared last page was copied before either wrote into it.
+func TestForkedSessionsDiverge(t *testing.T) {
+	d := testDevice(t)
+	cfg := testConfigs[1]
+	w := randomWeights(cfg)
+	m, err := NewModel(d, w, ModelOptions{PageSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := []int{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, 11} // 11 tokens: the second page is shared half full
+	a := m.NewSession()
+	if _, err := a.Forward(prompt, 0, nil, Sampling{}); err != nil {
+		t.Fatal(err)
+	}
+	b := a.Fork()
+	if m.Pool.InUse() != 2 {
+		t.Fatalf("fork allocated pages: %d in use", m.Pool.InUse())
+	}
+	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
+		s := []*Session{a, b}[i]
+		if _, err := s.Forward(next, 0, nil, Sampling{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
+		s := []*Session{a, b}[i]
+		if _, err := s.Forward([]int{40}, 0, nil, Sampling{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Logits(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := ref.NewLlamaState(w)
+		full := append(append(append([]int{}, prompt...), next...), 40)
+		want, _ := st.Forward(full)
+		want = want[(len(full)-1)*cfg.Vocab:]
+		if e, at := maxRelErr(got, want); e > 2e-4 {
+			t.Fatalf("session %d: logits off by %.2g at %d", i, e, at)
+		}
+	}
+	a.Release()
+	b.Release()
+	if m.Pool.InUse() != 0 {
+		t.Fatalf("%d pages leaked", m.Pool.InUse())
 	}
 }

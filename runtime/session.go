@@ -29,3 +29,8 @@ func (s *Session) Vocab() int { return s.m.Cfg.Vocab }
 
 // MaxSeq is the model's context length.
 func (s *Session) MaxSeq() int { return s.m.Cfg.MaxSeq }
+
+// Fork returns a new session sharing this one's KV pages (reference counted); the first write
+// into a shared page copies it, so the two sequences can go on differently (parallel samples
+// of one prompt, beam search).
+func (s *Session) Fork() *Session { return &Session{m: s.m, seq: s.seq.Fork()} }
