@@ -159,3 +159,38 @@ func TestWrongLibraryPathErrors(t *testing.T) {
 		t.Fatalf("missing file: want ErrLibraryLoad, got %v", err)
 	}
 }
+
+// TestValidationErrorsBecomeGoErrors: submitting work that uses a destroyed buffer is a
+// validation error, which comes back from Submit as an error wrapping ErrValidation, and the
+// device goes on working afterwards.
+func TestValidationErrorsBecomeGoErrors(t *testing.T) {
+	d := testDevice(t)
+	m, err := d.CreateShaderModule("double", doubleWGSL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.CreateComputePipeline(m, "double", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := d.CreateBuffer("src", 64, UsageStorage|UsageCopyDst)
+	dst, _ := d.CreateBuffer("dst", 64, UsageStorage|UsageCopySrc)
+	g, err := d.CreateBindGroup(p, []Binding{{Buffer: src}, {Buffer: dst}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := d.NewEncoder()
+	ps := e.BeginPass(nil, 0)
+	ps.Dispatch(p, g, 1, 1, 1)
+	ps.End()
+	src.Release()
+	if err := e.Submit(); !errors.Is(err, ErrValidation) {
+		t.Fatalf("submit using a destroyed buffer: want ErrValidation, got %v", err)
+	}
+	if _, err := d.CreateBindGroup(p, []Binding{{Buffer: dst}}); !errors.Is(err, ErrValidation) {
+		t.Fatalf("bind group with a missing binding: want ErrValidation, got %v", err)
+	}
+	if err := d.WaitIdle(); err != nil {
+		t.Fatalf("device unusable after the errors: %v", err)
+	}
+}
