@@ -7,17 +7,19 @@ import (
 	"github.com/wspec/wspec/runtime/webgpu"
 )
 
-// record builds the dispatch list of one forward step, reading like the maths:
+// record builds the dispatch list of one forward step, reading like the maths (tiled: the
+// layers' products are register-blocked matmuls instead of mat-vecs; lmTiled: the LM head too):
 //
-//	x = embed[tokens]
+//	x = embed[tokens]                                  embed
 //	for each layer:
+//	    aux[:, j] = x   (layer j of Opts.AuxLayers)    copy_rows
 //	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)          rmsnorm, matvec/matmul (+HAS_BIAS)
 //	    q, k = rope(q, k); cache[pos] = k, v           rope_kv
 //	    att = softmax(q k^T / sqrt(hd)) v              attention (paged, causal, GQA)
 //	    x += Wo att                                    matvec/matmul, ACCUM
 //	    h = [Wgate; Wup] rmsnorm(x)                    rmsnorm, matvec/matmul
 //	    x += Wdown (silu(gate) * up)                   matvec/matmul, SWIGLU + ACCUM
-//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   rmsnorm, matvec LAST_ROWS
+//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   rmsnorm, matvec/matmul LAST_ROWS
 //	out = rejection_sample(logits, drafts, q)          sample
 func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
 	c, o, d := m.Cfg, m.Opts, m.d
