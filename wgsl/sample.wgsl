@@ -25,6 +25,14 @@ const NEG: f32 = -3.0e38;
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redi: array<u32, WG>;
 var<workgroup> decision: u32;
+// Candidate compaction: the top-k (or, for top-p alone, the CAP largest) tokens of a row, in a
+// deterministic order, so that top-p and the draw scan CAP entries instead of the vocabulary.
+const CAP: u32 = 1024u;
+var<workgroup> hist: array<atomic<u32>, 256>;
+var<workgroup> tcount: array<u32, WG>;
+var<workgroup> bcast: array<u32, 2>;
+var<workgroup> cand_i: array<u32, CAP>;
+var<workgroup> cand_z: array<f32, CAP>;
 
 var<private> lid: u32;
 // The processed distribution of the current row: p'(i) = kept(i) ? exp(z_i - zmax) / zsum : 0.
@@ -34,6 +42,8 @@ var<private> zsum: f32;
 var<private> tk_key: u32;   // top-k: keep ordered(z) >= tk_key
 var<private> tp: f32;       // top-p: keep p >= tp (before renormalisation)
 var<private> psum: f32;     // normaliser of p before top-p
+var<private> compact: bool; // the row's candidates are in cand_i / cand_z
+var<private> n_items: u32;  // entries to scan: the candidates, or the whole vocabulary
 
 fn sum_all(v: f32) -> f32 {
   redf[lid] = v;
@@ -90,34 +100,138 @@ fn pprime(i: u32) -> f32 {
   return exp(zi - zmax) / zsum;
 }
 
-// process computes the state of p' for logits row r.
+// item_index and item_z give the c-th entry to scan: a candidate, or token c.
+fn item_index(c: u32) -> u32 {
+  if (compact) { return cand_i[c]; }
+  return c;
+}
+
+fn item_z(c: u32) -> f32 {
+  if (compact) { return cand_z[c]; }
+  return z(c);
+}
+
+// kth_key returns ordered() of the k-th largest z of the row, counting duplicates: a radix
+// select, 8 bits a round, with a 256-bin histogram of the keys that share the prefix so far.
+fn kth_key(k: u32) -> u32 {
+  var prefix = 0u;
+  var mask = 0u;
+  var remaining = k;
+  for (var shift = 24i; shift >= 0i; shift -= 8i) {
+    for (var b = lid; b < 256u; b += WG) { atomicStore(&hist[b], 0u); }
+    workgroupBarrier();
+    for (var i = lid; i < P.vocab; i += WG) {
+      let key = ordered(z(i));
+      if ((key & mask) == prefix) { atomicAdd(&hist[(key >> u32(shift)) & 255u], 1u); }
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+      var cum = 0u;
+      for (var b = 255i; b >= 0i; b--) {
+        let c = atomicLoad(&hist[u32(b)]);
+        if (cum + c >= remaining) {
+          bcast[0] = u32(b);
+          bcast[1] = remaining - cum;
+          break;
+        }
+        cum += c;
+      }
+    }
+    let sel = workgroupUniformLoad(&bcast[0]);
+    remaining = workgroupUniformLoad(&bcast[1]);
+    prefix |= sel << u32(shift);
+    mask |= 255u << u32(shift);
+  }
+  return prefix;
+}
+
+// compact_from gathers the tokens with ordered(z) >= key_min, in the order of a full scan
+// (each invocation's tokens at its offset), so sums over them are the same on every run. It
+// returns their count, or a number above CAP when they do not fit (then nothing is gathered).
+fn compact_from(key_min: u32) -> u32 {
+  var c = 0u;
+  for (var i = lid; i < P.vocab; i += WG) { if (ordered(z(i)) >= key_min) { c++; } }
+  tcount[lid] = c;
+  workgroupBarrier();
+  if (lid == 0u) {
+    var total = 0u;
+    for (var t = 0u; t < WG; t++) {
+      let x = tcount[t];
+      tcount[t] = total;
+      total += x;
+    }
+    bcast[0] = total;
+  }
+  let n = workgroupUniformLoad(&bcast[0]);
+  if (n <= CAP) {
+    var o = tcount[lid];
+    for (var i = lid; i < P.vocab; i += WG) {
+      let zi = z(i);
+      if (ordered(zi) >= key_min) {
+        cand_i[o] = i;
+        cand_z[o] = zi;
+        o++;
+      }
+    }
+  }
+  workgroupBarrier();
+  return n;
+}
+
+// process computes the state of p' for logits row r. With top-k (k <= CAP) the kept tokens
+// are compacted first; with top-p alone the CAP largest are, and used when they hold at least
+// top_p of the mass (the nucleus is then among them); otherwise every scan covers the
+// vocabulary. The thresholds are the same either way.
 fn process(r: u32) {
   row = r;
   let V = P.vocab;
+  let topk = S.top_k > 0u && S.top_k < V;
+  let topp = S.top_p > 0.0 && S.top_p < 1.0;
+  compact = false;
+  n_items = V;
   var mx = NEG;
   for (var i = lid; i < V; i += WG) { mx = max(mx, z(i)); }
   zmax = max_all(mx);
-  tk_key = 0u;
-  if (S.top_k > 0u && S.top_k < V) {
-    for (var bit = 31i; bit >= 0i; bit--) {
-      let cand = tk_key | (1u << u32(bit));
-      var c = 0.0;
-      for (var i = lid; i < V; i += WG) { c += select(0.0, 1.0, ordered(z(i)) >= cand); }
-      if (sum_all(c) >= f32(S.top_k)) { tk_key = cand; }
+  // Locals, not the module-scope state, decide where barriers run (uniformity).
+  var key = 0u;     // top-k threshold key
+  var gather = false;
+  var cut = 0u;     // gather the tokens with ordered(z) >= cut
+  if (topk) {
+    key = kth_key(S.top_k);
+    gather = S.top_k <= CAP;
+    cut = key;
+  } else if (topp && V > CAP) {
+    cut = kth_key(CAP);
+    gather = true;
+  }
+  tk_key = key;
+  if (gather) {
+    let n = compact_from(cut);
+    if (n <= CAP) {
+      compact = true;
+      n_items = n;
     }
   }
   var s = 0.0;
   for (var i = lid; i < V; i += WG) { let zi = z(i); if (kept_k(zi)) { s += exp(zi - zmax); } }
   psum = sum_all(s);
   tp = 0.0;
-  if (S.top_p > 0.0 && S.top_p < 1.0) {
+  if (topp) {
+    // Top-p alone: the candidates serve only if they hold top_p of the mass.
+    var cm = 0.0;
+    for (var c = lid; c < n_items; c += WG) { cm += p_pre(item_z(c)); }
+    let cand_mass = sum_all(cm);
+    if (!topk && cand_mass < S.top_p) {
+      compact = false;
+      n_items = V;
+    }
     var t = 0u;
     for (var bit = 30i; bit >= 0i; bit--) {
       let cand = t | (1u << u32(bit));
       let tc = bitcast<f32>(cand);
       var mass = 0.0;
-      for (var i = lid; i < V; i += WG) {
-        let zi = z(i);
+      for (var c = lid; c < n_items; c += WG) {
+        let zi = item_z(c);
         if (kept_k(zi)) { let p = p_pre(zi); if (p >= tc) { mass += p; } }
       }
       if (sum_all(mass) >= S.top_p) { t = cand; }
@@ -125,7 +239,7 @@ fn process(r: u32) {
     tp = bitcast<f32>(t);
   }
   var s2 = 0.0;
-  for (var i = lid; i < V; i += WG) { let zi = z(i); if (kept(zi)) { s2 += exp(zi - zmax); } }
+  for (var c = lid; c < n_items; c += WG) { let zi = item_z(c); if (kept(zi)) { s2 += exp(zi - zmax); } }
   zsum = sum_all(s2);
 }
 
@@ -143,8 +257,11 @@ fn greedy(r: u32) -> u32 {
 fn draw(pos: u32, j: i32, d: u32) -> u32 {
   var bv = NEG;
   var bi = 0xffffffffu;
-  for (var i = lid; i < P.vocab; i += WG) {
-    var w = pprime(i);
+  for (var c = lid; c < n_items; c += WG) {
+    let i = item_index(c);
+    let zi = item_z(c);
+    var w = 0.0;
+    if (kept(zi)) { w = exp(zi - zmax) / zsum; }
     if (j >= 0) {
       var qi = select(0.0, 1.0, i == d);
       if (S.has_q != 0u) { qi = q[u32(j) * P.vocab + i]; }

@@ -34,6 +34,15 @@ func sampleCases() []testCase {
 	for _, sp := range []ref.SamplingParams{{Temperature: 1, TopP: 1}, {Temperature: 0.7, TopK: 40, TopP: 0.9}, {Temperature: 1, TopP: 0.5}} {
 		add(paramsName(sp), fmt.Sprintf("V=%d", modelVocab), func(c *checker) { stochasticRun(c, modelVocab, sp) })
 	}
+	// The kernel gathers top-k candidates when k <= 1024, and for top-p alone the 1024 largest
+	// when they hold top_p of the mass: peaked logits take that path, flat ones fall back to
+	// scanning the vocabulary, and so does k = 2000.
+	for _, scale := range []float64{0.3, 6} {
+		sp := ref.SamplingParams{Temperature: 1, TopP: 0.9}
+		add(paramsName(sp), fmt.Sprintf("V=4097 logits*%g", scale), func(c *checker) { stochasticRunScaled(c, 4097, sp, scale) })
+	}
+	big := ref.SamplingParams{Temperature: 1, TopK: 2000, TopP: 0.95}
+	add(paramsName(big), "V=4097", func(c *checker) { stochasticRun(c, 4097, big) })
 	modes := []ref.SamplingParams{{}, {Temperature: 0.8, TopP: 1}, {Temperature: 1, TopK: 5, TopP: 0.9}}
 	for _, sp := range modes {
 		for _, hasQ := range []bool{false, true} {
@@ -180,8 +189,11 @@ func greedyRun(c *checker, V int) {
 
 // stochasticRun checks sampling against ref.Sample for the same (seed, seq, pos), pos being the
 // produced token's position pos0 + m, over 50 seeds.
-func stochasticRun(c *checker, V int, p ref.SamplingParams) {
-	logits := c.randomLogits(V, 2)
+func stochasticRun(c *checker, V int, p ref.SamplingParams) { stochasticRunScaled(c, V, p, 2) }
+
+// stochasticRunScaled is stochasticRun on logits ~ N(0, scale^2).
+func stochasticRunScaled(c *checker, V int, p ref.SamplingParams, scale float64) {
+	logits := c.randomLogits(V, scale)
 	s := newSampler(c, logits, V, 0, nil, sampleAgreement)
 	s.setParams(p)
 	s.step.M, s.step.Pos0 = uint32(1+c.rng.Intn(4)), uint32(c.rng.Intn(500))
