@@ -154,6 +154,11 @@ func (e *Engine) Generate(prompt string, o GenerateOptions) (*Result, error) {
 	var drafter Drafter
 	k := 0
 	if o.Speculative != nil {
+		sc := *o.Speculative // validated (and defaults filled) on a copy
+		if err := sc.Validate(); err != nil {
+			return nil, err
+		}
+		o.Speculative = &sc
 		if err := e.ensureAuxLayers(o.Speculative); err != nil {
 			return nil, err
 		}

@@ -68,3 +68,23 @@ func TestGeneratePromptTooLong(t *testing.T) {
 		t.Fatalf("12 greedy tokens: %d tokens, streamed %q, text %q", len(res.Tokens), text.String(), res.Text)
 	}
 }
+
+// TestGenerateValidatesSpeculation: the Go API validates a speculative config as the CLI does
+// (defaults filled, a bad k refused) and reports the metrics.
+func TestGenerateValidatesSpeculation(t *testing.T) {
+	e, err := Load(storiesDir, LoadOptions{})
+	if err != nil {
+		t.Fatalf("%v (run ./setup.sh)", err)
+	}
+	if _, err := e.Generate("Once upon a time", GenerateOptions{MaxTokens: 4, Speculative: &Config{Mode: "ngram", NumSpeculativeTokens: 20}}); err == nil {
+		t.Fatal("k = 20 accepted")
+	}
+	res, err := e.Generate("Once upon a time, once upon a time, once upon a", GenerateOptions{MaxTokens: 16,
+		Speculative: &Config{Mode: "ngram", NumSpeculativeTokens: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metrics.Steps == 0 || len(res.Tokens) != 16 {
+		t.Fatalf("metrics %+v, %d tokens", res.Metrics, len(res.Tokens))
+	}
+}
