@@ -78,14 +78,17 @@ func (d *Device) EmptyDispatchTime(n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer p.Release()
 	src, err := d.NewStorage("empty src", 4)
 	if err != nil {
 		return 0, err
 	}
+	defer src.Release()
 	dst, err := d.NewStorage("empty dst", 4)
 	if err != nil {
 		return 0, err
 	}
+	defer dst.Release()
 	for i := 0; i < n; i++ {
 		err := p.Add(KernelCall{Kernel: "copy_rows", Params: CopyRowsParams{Width: 1, SrcStride: 1, DstStride: 1},
 			Buffers: []webgpu.Binding{{Buffer: src}, {Buffer: dst}}, Grid: Fixed(1, 1, 1)})
