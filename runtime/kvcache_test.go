@@ -3,8 +3,6 @@ package runtime
 import (
 	"errors"
 	"testing"
-
-	"github.com/wspec/wspec/runtime/ref"
 )
 
 func TestPagePoolReserveTruncateRelease(t *testing.T) {
@@ -65,104 +63,5 @@ func TestForkSharesPagesAndCopiesOnWrite(t *testing.T) {
 	b.Release()
 	if p.InUse() != 0 {
 		t.Fatalf("%d pages leaked", p.InUse())
-	}
-}
-
-// TestForwardErrors: a prompt longer than the context, an exhausted pool and bad token ids are
-// clear errors, and a failed step leaves the sequence as it was.
-func TestForwardErrors(t *testing.T) {
-	d := testDevice(t)
-	cfg := testConfigs[2]                                                          // MaxSeq 64
-	m, err := NewModel(d, randomWeights(cfg), ModelOptions{PageSize: 8, Pages: 4}) // 32 slots
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := m.NewSession()
-	long := make([]int, cfg.MaxSeq+1)
-	if _, err := s.Forward(long, 0, nil, Sampling{}); !errors.Is(err, ErrContextFull) {
-		t.Fatalf("prompt over the context: want ErrContextFull, got %v", err)
-	}
-	if _, err := s.Forward(make([]int, 40), 0, nil, Sampling{}); !errors.Is(err, ErrPoolExhausted) {
-		t.Fatalf("40 tokens in 32 slots: want ErrPoolExhausted, got %v", err)
-	}
-	if s.Len() != 0 || m.Pool.InUse() != 0 {
-		t.Fatalf("failed steps left %d tokens, %d pages", s.Len(), m.Pool.InUse())
-	}
-	if _, err := s.Forward([]int{cfg.Vocab}, 0, nil, Sampling{}); !errors.Is(err, ErrBadInput) {
-		t.Fatalf("token id = vocab: want ErrBadInput, got %v", err)
-	}
-	if _, err := s.Forward([]int{1, 2}, 2, nil, Sampling{}); !errors.Is(err, ErrBadInput) {
-		t.Fatalf("all tokens drafts: want ErrBadInput, got %v", err)
-	}
-}
-
-// TestModelRelease: a released model frees its buffers (twice is harmless) and the device
-// goes on serving a new model.
-func TestModelRelease(t *testing.T) {
-	d := testDevice(t)
-	w := randomWeights(testConfigs[0])
-	for i := 0; i < 2; i++ {
-		m, err := NewModel(d, w, ModelOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.NewSession().Forward([]int{1, 2, 3}, 0, nil, Sampling{}); err != nil {
-			t.Fatal(err)
-		}
-		m.Release()
-		m.Release()
-	}
-	if err := d.Check(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestForkedSessionsDiverge: two sessions forked after a prompt whose length is not a page
-// multiple continue with different tokens; each one's logits match the reference forward of
-// its own sequence, so the shared last page was copied before either wrote into it.
-func TestForkedSessionsDiverge(t *testing.T) {
-	d := testDevice(t)
-	cfg := testConfigs[1]
-	w := randomWeights(cfg)
-	m, err := NewModel(d, w, ModelOptions{PageSize: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prompt := []int{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, 11} // 11 tokens: the second page is shared half full
-	a := m.NewSession()
-	if _, err := a.Forward(prompt, 0, nil, Sampling{}); err != nil {
-		t.Fatal(err)
-	}
-	b := a.Fork()
-	if m.Pool.InUse() != 2 {
-		t.Fatalf("fork allocated pages: %d in use", m.Pool.InUse())
-	}
-	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
-		s := []*Session{a, b}[i]
-		if _, err := s.Forward(next, 0, nil, Sampling{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
-		s := []*Session{a, b}[i]
-		if _, err := s.Forward([]int{40}, 0, nil, Sampling{}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := m.Logits(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := ref.NewLlamaState(w)
-		full := append(append(append([]int{}, prompt...), next...), 40)
-		want, _ := st.Forward(full)
-		want = want[(len(full)-1)*cfg.Vocab:]
-		if e, at := maxRelErr(got, want); e > 2e-4 {
-			t.Fatalf("session %d: logits off by %.2g at %d", i, e, at)
-		}
-	}
-	a.Release()
-	b.Release()
-	if m.Pool.InUse() != 0 {
-		t.Fatalf("%d pages leaked", m.Pool.InUse())
 	}
 }

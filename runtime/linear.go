@@ -73,6 +73,9 @@ func (d *Device) UploadLinear(name string, w []float32, rows, k int, wt wgsl.Wei
 	return l, nil
 }
 
+// Parts is the number of row parts (storage bindings) the matrix is split into.
+func (l *Linear) Parts() int { return len(l.parts) }
+
 // Release frees the device buffers.
 func (l *Linear) Release() {
 	for _, p := range l.parts {
@@ -125,7 +128,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	norm, bias := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy)
 	for _, part := range w.parts {
 		rows := uint32(part.rows)
-		grid := func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(rows, 64), 1, 1 }
+		grid := func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(rows, 64), 1, 1 }
 		if tiled {
 			lastRows := f.LastRows
 			grid = func(s *StepBlock) (uint32, uint32, uint32) {
@@ -133,7 +136,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 				if lastRows {
 					m = min(s.NDraft+1, s.M)
 				}
-				return ceilDiv(rows, 64), ceilDiv(m, 16), 1
+				return CeilDiv(rows, 64), CeilDiv(m, 16), 1
 			}
 		}
 		err := p.Add(KernelCall{

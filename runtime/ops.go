@@ -19,7 +19,7 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 			Kernel: "embed", Weights: table.WT,
 			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), Stride: uint32(table.Stride)},
 			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(dim, 64), s.M, 1 },
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(dim, 64), s.M, 1 },
 		})
 		if err != nil {
 			return fmt.Errorf("embed: %w", err)
@@ -46,7 +46,7 @@ func (p *Program) AddAttention(c *weights.Config, pageSize int, qkv, pageTable, 
 	err := p.Add(KernelCall{
 		Kernel: "rope_kv", Overrides: o, Params: rope,
 		Buffers: []webgpu.Binding{{Buffer: qkv}, {Buffer: pageTable}, {Buffer: kc}, {Buffer: vc}},
-		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(work, 64), s.M, 1 },
+		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(work, 64), s.M, 1 },
 	})
 	if err != nil {
 		return err

@@ -56,21 +56,3 @@ func (p *Program) Profile(s *StepBlock) ([]KernelTime, error) {
 	}
 	return out, nil
 }
-
-// ProfileDecode times one decode step of token at the end of seq, dispatch by dispatch, and
-// then drops it from the cache again.
-func (m *Model) ProfileDecode(seq *Sequence, token int) ([]KernelTime, error) {
-	pos0 := seq.Len()
-	if _, err := seq.Reserve(pos0 + 1); err != nil {
-		return nil, err
-	}
-	defer seq.Truncate(pos0)
-	pages := make([]uint32, len(seq.Pages()))
-	for i, p := range seq.Pages() {
-		pages[i] = uint32(p)
-	}
-	m.pageTable.Write(0, U32Bytes(pages))
-	m.tokens.Write(0, U32Bytes([]uint32{uint32(token)}))
-	seq.Commit(pos0 + 1)
-	return m.decode.Profile(&StepBlock{M: 1, Pos0: uint32(pos0), Vocab: uint32(m.Cfg.Vocab), TopP: 1})
-}

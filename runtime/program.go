@@ -136,4 +136,5 @@ func (p *Program) Run(s *StepBlock) error {
 	return enc.Submit()
 }
 
-func ceilDiv(a, b uint32) uint32 { return (a + b - 1) / b }
+// CeilDiv is a / b rounded up.
+func CeilDiv(a, b uint32) uint32 { return (a + b - 1) / b }

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -25,13 +25,13 @@ const (
 	distAlpha  = 1e-4 // false-failure probability of each check
 )
 
-var distSettings = []runtime.Sampling{{Temperature: 1}, {Temperature: 1, TopP: 0.9}}
+var distSettings = []model.Sampling{{Temperature: 1}, {Temperature: 1, TopP: 0.9}}
 
-func distWeights() *ref.LlamaWeights { return ref.RandomLlama(distCfg, 4) }
+func distWeights() *weights.LlamaWeights { return ref.RandomLlama(distCfg, 4) }
 
 // exactJoint is the probability of each continuation t1 t2 t3 (index t1 V^2 + t2 V + t3) under
 // plain sampling with p: the product of ProcessedProbs of the reference logits.
-func exactJoint(w *ref.LlamaWeights, p ref.SamplingParams) []float64 {
+func exactJoint(w *weights.LlamaWeights, p ref.SamplingParams) []float64 {
 	V := w.Cfg.Vocab
 	joint := []float64{1}
 	prefixes := [][]int{nil}
@@ -54,7 +54,7 @@ func exactJoint(w *ref.LlamaWeights, p ref.SamplingParams) []float64 {
 
 // sampleJoint counts the first distTokens tokens of n decodes with seeds seed0, seed0+1, ...
 // newTarget makes a fresh target, newDrafter the drafter for a seed (nil: plain sampling).
-func sampleJoint(t *testing.T, n int, seed0 uint64, s runtime.Sampling, k int, newTarget func() (Target, func()),
+func sampleJoint(t *testing.T, n int, seed0 uint64, s model.Sampling, k int, newTarget func() (Target, func()),
 	newDrafter func(seed uint64) Drafter) []float64 {
 	V := distCfg.Vocab
 	counts := make([]float64, int(math.Pow(float64(V), distTokens)))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/weights"
 )
 
 // ErrVocabMismatch is wrapped by the error for a draft model whose vocabulary size is not
@@ -29,8 +31,8 @@ func init() {
 // first call the whole prompt), then drafts; Accept truncates the KV to the longest common
 // prefix of fed and the final ctx, dropping the rejected drafts.
 type DraftModel struct {
-	m    *runtime.Model
-	sess *runtime.Session
+	m    *model.Model
+	sess *model.Session
 	fed  []int // the tokens in the KV
 	// owned: the drafter loaded m itself and frees it on Release.
 	owned bool
@@ -43,7 +45,7 @@ func LoadDraftModel(dir string, env Env) (*DraftModel, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("no draft model folder")
 	}
-	host, err := runtime.LoadHostWeights(dir)
+	host, err := weights.LoadLlama(dir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +67,11 @@ func LoadDraftModel(dir string, env Env) (*DraftModel, error) {
 	}
 	// One sequence: a pool of one context's pages (the default holds two); it never verifies.
 	const pageSize = 16
-	opts := runtime.ModelOptions{MaxDraft: 1, PageSize: pageSize, Pages: (host.Cfg.MaxSeq + pageSize - 1) / pageSize}
+	opts := model.Options{MaxDraft: 1, PageSize: pageSize, Pages: (host.Cfg.MaxSeq + pageSize - 1) / pageSize}
 	if env.Target != nil {
 		opts.Weights = env.Target.Opts.Weights
 	}
-	m, err := runtime.NewModel(dev, host, opts)
+	m, err := model.New(dev, host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -84,7 +86,7 @@ func LoadDraftModel(dir string, env Env) (*DraftModel, error) {
 
 // NewDraftModel drafts with m, a model already on the device, in a new sequence of its own.
 // targetVocab (0: unchecked) must be m's vocabulary size.
-func NewDraftModel(m *runtime.Model, targetVocab int) (*DraftModel, error) {
+func NewDraftModel(m *model.Model, targetVocab int) (*DraftModel, error) {
 	if targetVocab > 0 && m.Cfg.Vocab != targetVocab {
 		return nil, fmt.Errorf("%w: the draft model has %d tokens, the target %d", ErrVocabMismatch, m.Cfg.Vocab, targetVocab)
 	}
@@ -110,7 +112,7 @@ func (d *DraftModel) Propose(ctx []int, k int) ([]int, []float32, error) {
 	feed := ctx[len(d.fed):]
 	drafts := make([]int, 0, k)
 	for len(drafts) < k {
-		out, err := d.sess.Forward(feed, 0, nil, runtime.Sampling{})
+		out, err := d.sess.Forward(feed, 0, nil, model.Sampling{})
 		if err != nil {
 			return nil, nil, err
 		}

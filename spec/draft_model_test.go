@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -18,7 +18,7 @@ var smallCfg = weights.Config{Arch: "llama", Dim: 32, HiddenDim: 48, NLayers: 1,
 	Vocab: 200, MaxSeq: 128, RopeTheta: 10000, RMSEps: 1e-5, TieEmbed: true}
 
 // writeLlamaDir writes w as a Hugging Face Llama folder (config.json + F32 model.safetensors).
-func writeLlamaDir(t testing.TB, w *ref.LlamaWeights) string {
+func writeLlamaDir(t testing.TB, w *weights.LlamaWeights) string {
 	t.Helper()
 	dir, c := t.TempDir(), w.Cfg
 	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
@@ -51,7 +51,7 @@ func writeLlamaDir(t testing.TB, w *ref.LlamaWeights) string {
 }
 
 // draftModel makes the draft_model drafter through the registry, from a checkpoint folder.
-func draftModel(t testing.TB, dir string, target *runtime.Model) *DraftModel {
+func draftModel(t testing.TB, dir string, target *model.Model) *DraftModel {
 	t.Helper()
 	d, err := New("draft_model", Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: dir},
 		Env{Vocab: target.Cfg.Vocab, MaxSeq: target.Cfg.MaxSeq, Device: target.Device(), Target: target})
@@ -77,7 +77,7 @@ func TestDraftModelGreedyExact(t *testing.T) {
 	for _, name := range []string{"small", "self"} {
 		var total Metrics
 		for k := 1; k <= MaxSpeculativeTokens; k++ {
-			got, met := decode(t, w, m, drafters[name], loopPrompt, k, n, runtime.Sampling{}, nil)
+			got, met := decode(t, w, m, drafters[name], loopPrompt, k, n, model.Sampling{}, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s k=%d: speculative greedy\n%v\nplain\n%v", name, k, got, want)
 			}
@@ -101,7 +101,7 @@ func TestDraftModelSampled(t *testing.T) {
 	m := newDeviceModel(t, w)
 	dm := draftModel(t, writeLlamaDir(t, ref.RandomLlama(smallCfg, 3)), m)
 	self := draftModel(t, writeLlamaDir(t, w), m)
-	for _, s := range []runtime.Sampling{{Temperature: 1, TopP: 0.95, Seed: 42}, {Temperature: 0.7, TopK: 20, Seed: 7, SeqID: 1}} {
+	for _, s := range []model.Sampling{{Temperature: 1, TopP: 0.95, Seed: 42}, {Temperature: 0.7, TopK: 20, Seed: 7, SeqID: 1}} {
 		for name, d := range map[string]*DraftModel{"small": dm, "self": self} {
 			a, met := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 			b, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)

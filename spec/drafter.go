@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 )
 
 // Drafter proposes the tokens the target model verifies. One Drafter serves one sequence;
@@ -32,7 +33,7 @@ type Env struct {
 	MaxSeq   int             // the target's context length
 	ModelDir string          // local folder of Config.Model (draft_model, medusa, eagle, eagle3)
 	Device   *runtime.Device // the target's device, for drafters that run a model there
-	Target   *runtime.Model  // the target model (heads such as EAGLE's and Medusa's read it)
+	Target   *model.Model    // the target model (heads such as EAGLE's and Medusa's read it)
 }
 
 // Factory makes a drafter from its (validated) config.

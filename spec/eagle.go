@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -36,11 +36,11 @@ func init() {
 // produced ctx's newest token, as in Decode.
 type Eagle struct {
 	name string
-	head *runtime.Eagle
+	head *model.Eagle
 }
 
 // LoadEagle loads the EAGLE head of kind ("eagle" or "eagle3") in folder dir next to target.
-func LoadEagle(kind, dir string, target *runtime.Model) (*Eagle, error) {
+func LoadEagle(kind, dir string, target *model.Model) (*Eagle, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("no %s checkpoint folder", kind)
 	}
@@ -51,7 +51,7 @@ func LoadEagle(kind, dir string, target *runtime.Model) (*Eagle, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := runtime.NewEagle(target, w)
+	h, err := model.NewEagle(target, w)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -75,7 +75,7 @@ func (e *Eagle) Accept(ctx []int) error { return e.head.Sync(ctx) }
 func (e *Eagle) Release() { e.head.Release() }
 
 // EagleAuxLayers is the target layers whose input an eagle3 drafter of cfg reads, for a
-// target of config target (nil for other methods): what runtime.ModelOptions.AuxLayers must
+// target of config target (nil for other methods): what model.Options.AuxLayers must
 // be for the target model the drafter runs on.
 func EagleAuxLayers(cfg *Config, target *weights.Config) ([]int, error) {
 	if cfg == nil {
@@ -99,13 +99,13 @@ func (e *Engine) ensureAuxLayers(spec *Config) error {
 	if err != nil || aux == nil || slices.Equal(aux, e.Model.Opts.AuxLayers) {
 		return err
 	}
-	host, err := runtime.LoadHostWeights(e.Dir)
+	host, err := weights.LoadLlama(e.Dir, nil)
 	if err != nil {
 		return err
 	}
 	opts := e.Model.Opts
 	opts.AuxLayers = aux
-	m, err := runtime.NewModel(e.Device, host, opts)
+	m, err := model.New(e.Device, host, opts)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -62,7 +62,7 @@ func TestEagleMalformed(t *testing.T) {
 		name, kind string
 		head       *weights.Eagle
 		edit       func([]weights.Tensor) []weights.Tensor
-		target     *runtime.Model
+		target     *model.Model
 		sentinel   error
 		mention    string
 	}{
@@ -85,7 +85,7 @@ func TestEagleMalformed(t *testing.T) {
 			t.Shape = []int{t.Shape[1], t.Shape[0]}
 		}), m3, weights.ErrShape, "lm_head"},
 		{"fc width", "eagle3", ref.RandomEagle("eagle3", small, small, 0, 1), nil, m3, weights.ErrBadEagle, "target_hidden_size 32"},
-		{"no aux", "eagle3", perfectEagle("eagle3", tw, 1), nil, m1, runtime.ErrEagle, "AuxLayers"},
+		{"no aux", "eagle3", perfectEagle("eagle3", tw, 1), nil, m1, model.ErrEagle, "AuxLayers"},
 		{"no target", "eagle", perfectEagle("eagle", tw, 1), nil, nil, ErrNeedsTarget, "target"},
 	}
 	for _, tc := range cases {
@@ -142,7 +142,7 @@ func TestEagleSpellings(t *testing.T) {
 }
 
 // writeLlama saves w as a Hugging Face checkpoint folder (config.json, model.safetensors).
-func writeLlama(t *testing.T, w *ref.LlamaWeights) string {
+func writeLlama(t *testing.T, w *weights.LlamaWeights) string {
 	t.Helper()
 	dir := t.TempDir()
 	c := w.Cfg
@@ -199,8 +199,8 @@ func TestEagleEngineAuxLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := decode(t, tw, e.Model, nil, loopPrompt, 0, 20, runtime.Sampling{}, nil)
-	if got, _ := decode(t, tw, e.Model, d, loopPrompt, 3, 20, runtime.Sampling{}, nil); !slices.Equal(got, want) {
+	want, _ := decode(t, tw, e.Model, nil, loopPrompt, 0, 20, model.Sampling{}, nil)
+	if got, _ := decode(t, tw, e.Model, d, loopPrompt, 3, 20, model.Sampling{}, nil); !slices.Equal(got, want) {
 		t.Errorf("eagle3 on the remade target: %v, want %v", got, want)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -22,7 +22,7 @@ var eagleTargetCfg = weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLaye
 // norm's weight is one and every embedding row has the same root mean square, 1/4. With
 // attn 0 the next token depends on the newest token alone, and perfectEagle's heads
 // predict it (EAGLE-1 exactly, EAGLE-3 at the first depth); with attn > 0 only partly.
-func eagleTarget(seed int64, attn float32) *ref.LlamaWeights {
+func eagleTarget(seed int64, attn float32) *weights.LlamaWeights {
 	w := ref.RandomLlama(eagleTargetCfg, seed)
 	for l := range w.Layers {
 		ly := &w.Layers[l]
@@ -60,7 +60,7 @@ func eagleTarget(seed int64, attn float32) *ref.LlamaWeights {
 //	EAGLE-1: fc picks the embedding (g = E x) and the attention adds nothing (Wo = 0);
 //	EAGLE-3: fc is zero (g = 0 at the first depth; later depths add the previous output),
 //	         each row attends to itself (q = 20 k, k = v = rmsnorm(E x)) and Wo undoes the norm.
-func perfectEagle(kind string, tw *ref.LlamaWeights, seed int64) *weights.Eagle {
+func perfectEagle(kind string, tw *weights.LlamaWeights, seed int64) *weights.Eagle {
 	H, last := tw.Cfg.Dim, tw.Layers[len(tw.Layers)-1]
 	e := ref.RandomEagle(kind, weights.Config{Arch: "llama", Dim: H, HiddenDim: tw.Cfg.HiddenDim,
 		NHeads: 2, NKVHeads: 2, HeadDim: H / 2, MaxSeq: tw.Cfg.MaxSeq, RopeTheta: 10000, RMSEps: 1e-5, BOS: -1},
@@ -105,7 +105,7 @@ func writeEagle(t testing.TB, e *weights.Eagle, o weights.EagleWriteOptions) str
 	return dir
 }
 
-func newEagle(t testing.TB, kind, dir string, m *runtime.Model) Drafter {
+func newEagle(t testing.TB, kind, dir string, m *model.Model) Drafter {
 	t.Helper()
 	d, err := New(kind, Config{Mode: kind, NumSpeculativeTokens: 1, Model: dir}, Env{Vocab: m.Cfg.Vocab, Target: m, ModelDir: dir})
 	if err != nil {
@@ -114,17 +114,17 @@ func newEagle(t testing.TB, kind, dir string, m *runtime.Model) Drafter {
 	return d
 }
 
-func eagleModel(t testing.TB, w *ref.LlamaWeights, kind string) *runtime.Model {
+func eagleModel(t testing.TB, w *weights.LlamaWeights, kind string) *model.Model {
 	return eagleModelWT(t, w, kind, wgsl.F32)
 }
 
-func eagleModelWT(t testing.TB, w *ref.LlamaWeights, kind string, wt wgsl.WeightType) *runtime.Model {
+func eagleModelWT(t testing.TB, w *weights.LlamaWeights, kind string, wt wgsl.WeightType) *model.Model {
 	t.Helper()
 	var aux []int
 	if kind == weights.EagleKind3 {
 		aux = []int{2, 2, 1}
 	}
-	m, err := runtime.NewModel(loopDevice(t), w, runtime.ModelOptions{Weights: wt, PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
+	m, err := model.New(loopDevice(t), w, model.Options{Weights: wt, PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestEagleGreedyExact(t *testing.T) {
 		for _, attn := range []float32{0, 0.2} {
 			tw := eagleTarget(21, attn)
 			m := eagleModel(t, tw, kind)
-			want, _ := decode(t, tw, m, nil, prompt, 0, n, runtime.Sampling{}, nil)
+			want, _ := decode(t, tw, m, nil, prompt, 0, n, model.Sampling{}, nil)
 			heads := map[string]*weights.Eagle{"perfect": perfectEagle(kind, tw, 3)}
 			if attn > 0 {
 				c := eagleTargetCfg
@@ -164,7 +164,7 @@ func TestEagleGreedyExact(t *testing.T) {
 					if name == "random" && k%3 != 1 {
 						continue
 					}
-					got, met := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, k, n, runtime.Sampling{}, nil)
+					got, met := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, k, n, model.Sampling{}, nil)
 					if !slices.Equal(got, want) {
 						t.Fatalf("%s %s head (attn %.1f), k %d:\n got %v\nwant %v", kind, name, attn, k, got, want)
 					}
@@ -188,11 +188,11 @@ func TestEagleSampledReproducible(t *testing.T) {
 		dir := writeEagle(t, perfectEagle(kind, tw, 6), weights.EagleWriteOptions{DType: weights.F16})
 		prompt := []int{3, 1, 4, 1, 5, 9, 2, 6}
 		m16 := eagleModelWT(t, tw, kind, wgsl.F16)
-		want, _ := decode(t, tw, m16, nil, prompt, 0, 30, runtime.Sampling{}, nil)
-		if got, _ := decode(t, tw, m16, newEagle(t, kind, dir, m16), prompt, 5, 30, runtime.Sampling{}, nil); !slices.Equal(got, want) {
+		want, _ := decode(t, tw, m16, nil, prompt, 0, 30, model.Sampling{}, nil)
+		if got, _ := decode(t, tw, m16, newEagle(t, kind, dir, m16), prompt, 5, 30, model.Sampling{}, nil); !slices.Equal(got, want) {
 			t.Errorf("%s, f16 weights: greedy with speculation %v, without %v", kind, got, want)
 		}
-		s := runtime.Sampling{Temperature: 0.8, TopP: 0.95, Seed: 77}
+		s := model.Sampling{Temperature: 0.8, TopP: 0.95, Seed: 77}
 		a, met := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, 4, 40, s, nil)
 		b, _ := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, 4, 40, s, nil)
 		if !slices.Equal(a, b) || len(a) != 40 {

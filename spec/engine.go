@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -50,17 +51,17 @@ type LoadOptions struct {
 	Adapter string // "" (first), an index, a backend or an adapter type
 	DType   string // "f32" (default) or "f16"
 	// Speculative, when set, is the speculation Generate will be asked for: an eagle3
-	// drafter needs the target made with residual snapshots (runtime.ModelOptions.AuxLayers),
+	// drafter needs the target made with residual snapshots (model.Options.AuxLayers),
 	// which Load then asks for (otherwise Generate reloads the model for it).
 	Speculative *Config
 	// Progress, when set, is told how many bytes of weights have been read of how many.
-	Progress runtime.Progress
+	Progress weights.Progress
 }
 
 // Engine is a loaded model on a device with its tokenizer.
 type Engine struct {
 	Device    *runtime.Device
-	Model     *runtime.Model
+	Model     *model.Model
 	Tokenizer *weights.Tokenizer
 	Config    *weights.Config
 	Dir       string
@@ -92,7 +93,7 @@ func Load(dir string, o LoadOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, err := runtime.LoadHostWeightsProgress(dir, o.Progress)
+	host, err := weights.LoadLlama(dir, o.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func Load(dir string, o LoadOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.NewModel(dev, host, runtime.ModelOptions{Weights: wt, AuxLayers: aux})
+	m, err := model.New(dev, host, model.Options{Weights: wt, AuxLayers: aux})
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +193,7 @@ func (e *Engine) Generate(prompt string, o GenerateOptions) (*Result, error) {
 		out(stream.Push(tok))
 		return true
 	}
-	smp := runtime.Sampling{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed}
+	smp := model.Sampling{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed}
 	toks, metrics, err := Decode(sess, drafter, ids, k, maxNew, smp, e.Config.EOS, emit)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -43,7 +44,7 @@ type fakeTarget struct {
 	broken string
 }
 
-func newFakeTarget(w *ref.LlamaWeights) *fakeTarget {
+func newFakeTarget(w *weights.LlamaWeights) *fakeTarget {
 	return &fakeTarget{st: ref.NewLlamaState(w), cfg: w.Cfg}
 }
 
@@ -52,19 +53,19 @@ func (f *fakeTarget) Truncate(n int) { f.st.Truncate(min(n, f.st.Len())) }
 func (f *fakeTarget) Vocab() int     { return f.cfg.Vocab }
 func (f *fakeTarget) MaxSeq() int    { return f.cfg.MaxSeq }
 
-func (f *fakeTarget) Forward(tokens []int, nDraft int, q []float32, s runtime.Sampling) ([]int, error) {
+func (f *fakeTarget) Forward(tokens []int, nDraft int, q []float32, s model.Sampling) ([]int, error) {
 	V, L := f.cfg.Vocab, f.st.Len()
 	switch {
 	case len(tokens) == 0 || nDraft < 0 || nDraft > MaxSpeculativeTokens || nDraft >= len(tokens):
-		return nil, fmt.Errorf("%w: %d drafts among %d tokens", runtime.ErrBadInput, nDraft, len(tokens))
+		return nil, fmt.Errorf("%w: %d drafts among %d tokens", model.ErrBadInput, nDraft, len(tokens))
 	case q != nil && len(q) != nDraft*V:
-		return nil, fmt.Errorf("%w: q has %d values", runtime.ErrBadInput, len(q))
+		return nil, fmt.Errorf("%w: q has %d values", model.ErrBadInput, len(q))
 	case L+len(tokens) > f.cfg.MaxSeq:
 		return nil, fmt.Errorf("%w: %d tokens", runtime.ErrContextFull, L+len(tokens))
 	}
 	for _, t := range tokens {
 		if t < 0 || t >= V {
-			return nil, fmt.Errorf("%w: token %d", runtime.ErrBadInput, t)
+			return nil, fmt.Errorf("%w: token %d", model.ErrBadInput, t)
 		}
 	}
 	logits, _ := f.st.Forward(tokens)
@@ -123,7 +124,7 @@ type checkedTarget struct {
 	steps    int
 }
 
-func (c *checkedTarget) Forward(tokens []int, nDraft int, q []float32, s runtime.Sampling) ([]int, error) {
+func (c *checkedTarget) Forward(tokens []int, nDraft int, q []float32, s model.Sampling) ([]int, error) {
 	c.t.Helper()
 	if c.seq == nil {
 		if c.Len() != 0 {

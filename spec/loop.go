@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 )
 
 // Metrics count what speculation did in one Decode.
@@ -59,7 +60,7 @@ func (m Metrics) MeanAcceptanceLength() float64 {
 // token emit was given is included), or when the sequence fills the context: prompt plus
 // output never exceed t.MaxSeq() tokens. emit, if not nil, sees each returned token as soon as
 // it is known.
-func Decode(t Target, d Drafter, prompt []int, k int, maxNew int, s runtime.Sampling, stop []int,
+func Decode(t Target, d Drafter, prompt []int, k int, maxNew int, s model.Sampling, stop []int,
 	emit func(tok int) bool) ([]int, Metrics, error) {
 	var m Metrics
 	switch {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -16,9 +17,9 @@ var loopCfg = weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 2, 
 // loopPrompt repeats itself, so prompt lookup has something to find from the first step.
 var loopPrompt = []int{1, 17, 42, 99, 5, 63, 7, 1, 17, 42, 99, 5, 63, 7, 1, 17, 42}
 
-func newDeviceModel(t testing.TB, w *ref.LlamaWeights) *runtime.Model {
+func newDeviceModel(t testing.TB, w *weights.LlamaWeights) *model.Model {
 	t.Helper()
-	m, err := runtime.NewModel(loopDevice(t), w, runtime.ModelOptions{PageSize: 8, PrefillChunk: 32})
+	m, err := model.New(loopDevice(t), w, model.Options{PageSize: 8, PrefillChunk: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ type target struct {
 	release func()
 }
 
-func newTarget(w *ref.LlamaWeights, m *runtime.Model) target {
+func newTarget(w *weights.LlamaWeights, m *model.Model) target {
 	if m == nil {
 		return target{Target: newFakeTarget(w), release: func() {}}
 	}
@@ -42,8 +43,8 @@ func newTarget(w *ref.LlamaWeights, m *runtime.Model) target {
 
 // decode runs Decode on a fresh sequence with every step checked, releases the sequence and
 // checks that no page leaked.
-func decode(t *testing.T, w *ref.LlamaWeights, m *runtime.Model, d Drafter, prompt []int, k, maxNew int,
-	s runtime.Sampling, stop []int) ([]int, Metrics) {
+func decode(t *testing.T, w *weights.LlamaWeights, m *model.Model, d Drafter, prompt []int, k, maxNew int,
+	s model.Sampling, stop []int) ([]int, Metrics) {
 	t.Helper()
 	tg := newTarget(w, m)
 	ct := &checkedTarget{Target: tg.Target, t: t, pool: tg.pool}
@@ -79,19 +80,19 @@ func ngram(t testing.TB) Drafter {
 func TestGreedySpeculationExact(t *testing.T) {
 	tied := loopCfg
 	tied.TieEmbed = true
-	for _, w := range []*ref.LlamaWeights{ref.RandomLlama(tied, 11), ref.RandomLlama(loopCfg, 2)} {
+	for _, w := range []*weights.LlamaWeights{ref.RandomLlama(tied, 11), ref.RandomLlama(loopCfg, 2)} {
 		m := newDeviceModel(t, w)
 		const n = 60
 		want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
-		for _, dev := range []*runtime.Model{m, nil} {
+		for _, dev := range []*model.Model{m, nil} {
 			name := map[bool]string{true: "device", false: "fake"}[dev != nil]
-			plain, met := decode(t, w, dev, nil, loopPrompt, 4, n, runtime.Sampling{}, nil)
+			plain, met := decode(t, w, dev, nil, loopPrompt, 4, n, model.Sampling{}, nil)
 			if !slices.Equal(plain, want) || met.Steps != n-1 || met.DraftTokens != 0 {
 				t.Fatalf("%s: plain greedy %v (%+v), ref.Generate %v", name, plain, met, want)
 			}
 			accepted, rejected := 0, 0
 			for k := 1; k <= MaxSpeculativeTokens; k++ {
-				got, met := decode(t, w, dev, ngram(t), loopPrompt, k, n, runtime.Sampling{}, nil)
+				got, met := decode(t, w, dev, ngram(t), loopPrompt, k, n, model.Sampling{}, nil)
 				if !slices.Equal(got, want) {
 					t.Fatalf("%s k=%d: speculative greedy\n%v\nplain\n%v", name, k, got, want)
 				}
@@ -116,29 +117,29 @@ func TestDecodeStops(t *testing.T) {
 	full := ref.Generate(w, long, loopCfg.MaxSeq-len(long), ref.SamplingParams{}, 0, nil)
 	free := ref.Generate(w, loopPrompt, 50, ref.SamplingParams{}, 0, nil)
 	stopAt := slices.Index(free, free[30]) // the first occurrence of free[30]
-	for _, dev := range []*runtime.Model{m, nil} {
+	for _, dev := range []*model.Model{m, nil} {
 		for _, k := range []int{0, 3, 8} {
 			var d Drafter
 			if k > 0 {
 				d = ngram(t)
 			}
-			if got, _ := decode(t, w, dev, d, long, k, 1000, runtime.Sampling{}, nil); !slices.Equal(got, full) {
+			if got, _ := decode(t, w, dev, d, long, k, 1000, model.Sampling{}, nil); !slices.Equal(got, full) {
 				t.Errorf("k=%d context full: got %d tokens %v, want %d %v", k, len(got), got, len(full), full)
 			}
 			for _, n := range []int{1, 2, 7, 33} {
-				if got, _ := decode(t, w, dev, d, loopPrompt, k, n, runtime.Sampling{}, nil); !slices.Equal(got, free[:n]) {
+				if got, _ := decode(t, w, dev, d, loopPrompt, k, n, model.Sampling{}, nil); !slices.Equal(got, free[:n]) {
 					t.Errorf("k=%d maxNew %d: got %v", k, n, got)
 				}
 			}
-			if got, _ := decode(t, w, dev, d, loopPrompt, k, 50, runtime.Sampling{}, []int{free[30], 9999}); !slices.Equal(got, free[:stopAt]) {
+			if got, _ := decode(t, w, dev, d, loopPrompt, k, 50, model.Sampling{}, []int{free[30], 9999}); !slices.Equal(got, free[:stopAt]) {
 				t.Errorf("k=%d stop token %d: got %v, want %v", k, free[30], got, free[:stopAt])
 			}
 		}
 	}
-	if got, _, err := Decode(newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq-1], 0, 5, runtime.Sampling{}, nil, nil); err != nil || len(got) != 1 {
+	if got, _, err := Decode(newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq-1], 0, 5, model.Sampling{}, nil, nil); err != nil || len(got) != 1 {
 		t.Errorf("prompt of MaxSeq-1 tokens: %v, %v (want one token)", got, err)
 	}
-	if _, _, err := Decode(newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq], 0, 5, runtime.Sampling{}, nil, nil); err == nil {
+	if _, _, err := Decode(newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq], 0, 5, model.Sampling{}, nil, nil); err == nil {
 		t.Error("a prompt filling the context was accepted")
 	}
 }
@@ -148,7 +149,7 @@ func TestDecodeStops(t *testing.T) {
 func TestSampledDeviceMatchesFake(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 2)
 	m := newDeviceModel(t, w)
-	settings := []runtime.Sampling{{Temperature: 1, TopP: 0.9}, {Temperature: 0.7, TopK: 20}, {Temperature: 1.3}}
+	settings := []model.Sampling{{Temperature: 1, TopP: 0.9}, {Temperature: 0.7, TopK: 20}, {Temperature: 1.3}}
 	for si, s := range settings {
 		for seed := uint64(1); seed <= 6; seed++ {
 			s.Seed, s.SeqID = seed*1000+uint64(si), uint32(seed%3)
@@ -168,7 +169,7 @@ func TestSampledDeviceMatchesFake(t *testing.T) {
 	}
 	// Plain sampling keys the token at position p with (seed, seq, p), as ref.Generate does.
 	p := ref.SamplingParams{Temperature: 1, TopP: 0.9}
-	if got, _ := decode(t, w, m, nil, loopPrompt, 0, 20, runtime.Sampling{Temperature: 1, TopP: 0.9, Seed: 77}, nil); !slices.Equal(got, ref.Generate(w, loopPrompt, 20, p, 77, nil)) {
+	if got, _ := decode(t, w, m, nil, loopPrompt, 0, 20, model.Sampling{Temperature: 1, TopP: 0.9, Seed: 77}, nil); !slices.Equal(got, ref.Generate(w, loopPrompt, 20, p, 77, nil)) {
 		t.Errorf("plain sampling %v differs from ref.Generate", got)
 	}
 }
@@ -177,7 +178,7 @@ func TestSampledDeviceMatchesFake(t *testing.T) {
 func TestSeededReproducible(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 5)
 	m := newDeviceModel(t, w)
-	s := runtime.Sampling{Temperature: 1, TopP: 0.95, Seed: 123456789}
+	s := model.Sampling{Temperature: 1, TopP: 0.95, Seed: 123456789}
 	a, _ := decode(t, w, m, ngram(t), loopPrompt, 4, 40, s, nil)
 	b, _ := decode(t, w, m, ngram(t), loopPrompt, 4, 40, s, nil)
 	if !slices.Equal(a, b) {

@@ -3,7 +3,7 @@ package spec
 import (
 	"fmt"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -20,7 +20,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		heads, err := runtime.NewMedusa(env.Target, w)
+		heads, err := model.NewMedusa(env.Target, w)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
@@ -36,11 +36,11 @@ func init() {
 // a chain, verified in one target pass (the Medusa paper's tree of top-k candidates is not
 // used).
 type Medusa struct {
-	heads *runtime.Medusa
+	heads *model.Medusa
 }
 
 // NewMedusa makes a drafter of heads already on the target's device.
-func NewMedusa(heads *runtime.Medusa) *Medusa { return &Medusa{heads: heads} }
+func NewMedusa(heads *model.Medusa) *Medusa { return &Medusa{heads: heads} }
 
 // Name is "medusa".
 func (m *Medusa) Name() string { return "medusa" }

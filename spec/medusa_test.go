@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
 
 // medusaDrafter writes heads to a folder in layout and makes the medusa drafter from it
 // through the registry, on target m.
-func medusaDrafter(t testing.TB, m *runtime.Model, heads *weights.Medusa, layout string) (Drafter, error) {
+func medusaDrafter(t testing.TB, m *model.Model, heads *weights.Medusa, layout string) (Drafter, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := weights.WriteMedusa(dir, heads, layout, weights.F32); err != nil {
@@ -69,7 +69,7 @@ func TestMedusaGreedyExact(t *testing.T) {
 		}
 		var total Metrics
 		for k := 1; k <= MaxSpeculativeTokens; k++ {
-			got, met := decode(t, w, m, d, loopPrompt, k, n, runtime.Sampling{}, nil)
+			got, met := decode(t, w, m, d, loopPrompt, k, n, model.Sampling{}, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s k=%d: speculative greedy\n%v\nplain\n%v", h.name, k, got, want)
 			}
@@ -96,7 +96,7 @@ func TestMedusaSampledReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := runtime.Sampling{Temperature: 1, TopP: 0.9, Seed: 2024}
+	s := model.Sampling{Temperature: 1, TopP: 0.9, Seed: 2024}
 	a, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 	b, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 	if !slices.Equal(a, b) {
@@ -111,11 +111,11 @@ func TestMedusaSampledReproducible(t *testing.T) {
 // A malformed Medusa checkpoint, or heads that do not fit the target, give clear errors.
 func TestMedusaErrors(t *testing.T) {
 	m := newDeviceModel(t, ref.RandomLlama(loopCfg, 2))
-	if _, err := medusaDrafter(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim/2, 0, 1), weights.MedusaV2); !errors.Is(err, runtime.ErrBadInput) ||
+	if _, err := medusaDrafter(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim/2, 0, 1), weights.MedusaV2); !errors.Is(err, model.ErrBadInput) ||
 		!strings.Contains(err.Error(), "hidden size") {
 		t.Errorf("heads of another hidden size: %v", err)
 	}
-	if _, err := medusaDrafter(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim, 50, 1), weights.MedusaV1); !errors.Is(err, runtime.ErrBadInput) ||
+	if _, err := medusaDrafter(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim, 50, 1), weights.MedusaV1); !errors.Is(err, model.ErrBadInput) ||
 		!strings.Contains(err.Error(), "vocabulary") {
 		t.Errorf("output layers of another vocabulary: %v", err)
 	}

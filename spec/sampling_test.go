@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
 )
 
 // distDrafter drafts from a fixed q unlike the target's p (a softmax of random logits).
 func distDrafter(seed uint64) Drafter { return newStochasticDrafter(distCfg.Vocab, 9, 1, seed) }
 
-func fakeTargets(w *ref.LlamaWeights, broken string) func() (Target, func()) {
+func fakeTargets(w *weights.LlamaWeights, broken string) func() (Target, func()) {
 	return func() (Target, func()) {
 		f := newFakeTarget(w)
 		f.broken = broken

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -20,11 +20,11 @@ func storiesEngine(t *testing.T) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := runtime.LoadHostWeights(storiesDir)
+	host, err := weights.LoadLlama(storiesDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runtime.NewModel(loopDevice(t), host, runtime.ModelOptions{})
+	m, err := model.New(loopDevice(t), host, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

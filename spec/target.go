@@ -3,15 +3,15 @@
 // distribution is exactly the target's. It also holds the Go API the CLI is a thin layer over.
 package spec
 
-import "github.com/wspec/wspec/runtime"
+import "github.com/wspec/wspec/runtime/model"
 
-// Target is what the loop needs of the target model on one sequence. *runtime.Session is the
+// Target is what the loop needs of the target model on one sequence. *model.Session is the
 // device implementation; tests use a pure-Go fake over runtime/ref.
 type Target interface {
 	// Forward appends tokens to the KV cache (the last nDraft are drafts, with draft
 	// probabilities q [nDraft, vocab] or nil for one-hot), and returns the accepted drafts
 	// followed by one recovered or bonus token (just one sampled token when nDraft is 0).
-	Forward(tokens []int, nDraft int, q []float32, s runtime.Sampling) ([]int, error)
+	Forward(tokens []int, nDraft int, q []float32, s model.Sampling) ([]int, error)
 	// Len is the number of tokens in the KV cache.
 	Len() int
 	// Truncate drops the KV cache past n tokens.
@@ -20,4 +20,4 @@ type Target interface {
 	MaxSeq() int
 }
 
-var _ Target = (*runtime.Session)(nil)
+var _ Target = (*model.Session)(nil)

@@ -13,7 +13,7 @@ import (
 // when a mode is given, side by side in one run.
 func runBench(args []string) error {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	model := fs.String("model", "", "model folder; default: .wspec/models/stories15M")
+	modelDir := fs.String("model", "", "model folder; default: .wspec/models/stories15M")
 	adapter := fs.String("adapter", "", "adapter (see `wspec devices`)")
 	dtype := fs.String("dtype", "f32", "weight storage: f32 or f16")
 	tokens := fs.Int("tokens", 128, "decode steps to time")
@@ -24,7 +24,7 @@ func runBench(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	e, err := spec.Load(*model, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar()})
+	e, err := spec.Load(*modelDir, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar()})
 	if err != nil {
 		return err
 	}

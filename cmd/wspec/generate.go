@@ -13,7 +13,7 @@ import (
 
 func runGenerate(args []string) error {
 	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
-	model := fs.String("model", "", "model folder (Hugging Face layout); default: .wspec/models/stories15M")
+	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: .wspec/models/stories15M")
 	maxTokens := fs.Int("max-tokens", 256, "new tokens at most")
 	temperature := fs.Float32("temperature", 0, "sampling temperature; 0 is greedy")
 	topP := fs.Float32("top-p", 1, "nucleus sampling threshold; 1 is off")
@@ -41,8 +41,8 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*model, "the default model"))
-	e, err := spec.Load(*model, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
+	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))
+	e, err := spec.Load(*modelDir, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
 	if err != nil {
 		return err
 	}

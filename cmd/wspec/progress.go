@@ -4,12 +4,12 @@ import (
 	"os"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/weights"
 )
 
 // loadBar draws a progress bar on stderr while a model's weights are read; small models
 // (under 256 MiB) finish before a bar would help and get none.
-func loadBar() runtime.Progress {
+func loadBar() weights.Progress {
 	var bar *progressbar.ProgressBar
 	return func(done, total int64) {
 		if total < 256<<20 {

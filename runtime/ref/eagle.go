@@ -23,7 +23,7 @@ type EagleState struct {
 
 // NewEagleState starts an empty draft sequence for head w on target tw (whose embedding
 // serves when w has none, and whose LM head EAGLE-1 uses).
-func NewEagleState(w *weights.Eagle, tw *LlamaWeights) *EagleState {
+func NewEagleState(w *weights.Eagle, tw *weights.LlamaWeights) *EagleState {
 	c := w.Cfg
 	s := &EagleState{w: w, embed: w.Embed, lmHead: w.LMHead, invFreq: RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling)}
 	if s.embed == nil {
@@ -146,7 +146,7 @@ func (s *EagleState) Draft(tokens []int, feats []float32, width, k int) []int {
 // Forward (tokens, hidden as LlamaState.Forward returns them): with aux nil, EAGLE-1's last
 // hidden state after the final norm [M, dim]; else, EAGLE-3's residual stream entering each
 // aux layer, side by side [M, len(aux)*dim].
-func EagleFeatures(tw *LlamaWeights, tokens []int, hidden [][]float32, aux []int) []float32 {
+func EagleFeatures(tw *weights.LlamaWeights, tokens []int, hidden [][]float32, aux []int) []float32 {
 	c := tw.Cfg
 	M, dim := len(tokens), c.Dim
 	if aux == nil {

@@ -1,12 +1,16 @@
 package ref
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wspec/wspec/weights"
+)
 
 // LlamaState is one sequence being decoded by the reference model: its key/value cache,
 // one growing buffer per layer holding the rotated keys and the values of every token so
 // far, token t at position t.
 type LlamaState struct {
-	w       *LlamaWeights
+	w       *weights.LlamaWeights
 	invFreq []float64   // [headDim/2] rotary inverse frequencies
 	k       [][]float32 // [nLayers][T, nKV, headDim] keys, after RoPE
 	v       [][]float32 // [nLayers][T, nKV, headDim] values
@@ -14,7 +18,7 @@ type LlamaState struct {
 }
 
 // NewLlamaState returns an empty sequence for w.
-func NewLlamaState(w *LlamaWeights) *LlamaState {
+func NewLlamaState(w *weights.LlamaWeights) *LlamaState {
 	c := w.Cfg
 	return &LlamaState{
 		w:       w,

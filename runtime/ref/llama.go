@@ -1,7 +1,6 @@
 package ref
 
 import (
-	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -9,39 +8,12 @@ import (
 	"github.com/wspec/wspec/weights"
 )
 
-// LlamaWeights is a Llama-family decoder (llama, mistral, qwen2) in float32, every matrix
-// in the Hugging Face [out, in] layout. With q = NHeads*HeadDim, kv = NKVHeads*HeadDim
-// and hidden = HiddenDim:
-type LlamaWeights struct {
-	Cfg    weights.Config
-	Embed  []float32 // [vocab, dim] token embedding
-	Layers []LlamaLayer
-	Norm   []float32 // [dim] final RMSNorm weight
-	LMHead []float32 // [vocab, dim] output projection (aliases Embed when tied)
-}
-
-// LlamaLayer is one decoder block's weights (model.layers.N.* in Hugging Face names).
-type LlamaLayer struct {
-	AttnNorm []float32 // [dim]         input_layernorm
-	Wq       []float32 // [q, dim]      self_attn.q_proj
-	Wk       []float32 // [kv, dim]     self_attn.k_proj
-	Wv       []float32 // [kv, dim]     self_attn.v_proj
-	Wo       []float32 // [dim, q]      self_attn.o_proj
-	Bq       []float32 // [q]  or nil   q_proj.bias (Cfg.AttnBias)
-	Bk       []float32 // [kv] or nil   k_proj.bias
-	Bv       []float32 // [kv] or nil   v_proj.bias
-	FFNNorm  []float32 // [dim]         post_attention_layernorm
-	WGate    []float32 // [hidden, dim] mlp.gate_proj
-	WUp      []float32 // [hidden, dim] mlp.up_proj
-	WDown    []float32 // [dim, hidden] mlp.down_proj
-}
-
 // RandomLlama returns weights of shape cfg filled from a seeded normal generator, for
 // tests: linear weights ~ N(0, 1/in) (so activations stay O(1) through the layers),
 // biases ~ N(0, 0.1^2), RMSNorm weights ~ 1 + N(0, 0.1^2), and embeddings ~ N(0, 4/dim)
 // (so that a tied LM head still gives logits of standard deviation about 2: neither
 // uniform nor one-hot). An untied LM head is ~ N(0, 4/dim) too.
-func RandomLlama(cfg weights.Config, seed int64) *LlamaWeights {
+func RandomLlama(cfg weights.Config, seed int64) *weights.LlamaWeights {
 	if cfg.HeadDim == 0 {
 		cfg.HeadDim = cfg.Dim / cfg.NHeads
 	}
@@ -66,10 +38,10 @@ func RandomLlama(cfg weights.Config, seed int64) *LlamaWeights {
 	q, kv := cfg.NHeads*cfg.HeadDim, cfg.NKVHeads*cfg.HeadDim
 	linear := func(out, in int) []float32 { return normal(out*in, 0, 1/math.Sqrt(float64(in))) }
 
-	w := &LlamaWeights{Cfg: cfg}
+	w := &weights.LlamaWeights{Cfg: cfg}
 	w.Embed = normal(cfg.Vocab*dim, 0, 2/math.Sqrt(float64(dim)))
 	for range cfg.NLayers {
-		ly := LlamaLayer{
+		ly := weights.LlamaLayer{
 			AttnNorm: normal(dim, 1, 0.1),
 			Wq:       linear(q, dim),
 			Wk:       linear(kv, dim),
@@ -156,7 +128,7 @@ func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32
 // (without the prompt). The token at position t is Sample(logits, p, seed, 0, t): seq 0,
 // pos the position of the token being produced. Generation stops after emitting a token
 // in stop, which is included in the result (as Hugging Face generate includes EOS).
-func Generate(w *LlamaWeights, prompt []int, n int, p SamplingParams, seed uint64, stop []int) []int {
+func Generate(w *weights.LlamaWeights, prompt []int, n int, p SamplingParams, seed uint64, stop []int) []int {
 	if len(prompt) == 0 {
 		panic("ref.Generate: empty prompt")
 	}
@@ -174,11 +146,4 @@ func Generate(w *LlamaWeights, prompt []int, n int, p SamplingParams, seed uint6
 		last, _ = s.Forward([]int{tok})
 	}
 	return out
-}
-
-// String describes the model's shape.
-func (w *LlamaWeights) String() string {
-	c := w.Cfg
-	return fmt.Sprintf("llama{dim %d, hidden %d, layers %d, heads %d/%d x %d, vocab %d}",
-		c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.HeadDim, c.Vocab)
 }

@@ -35,7 +35,7 @@ func maxDiff(t *testing.T, a, b []float32) float64 {
 
 // forwardChunks runs tokens through a fresh state in chunks of the given sizes and
 // concatenates the logits and the hidden states.
-func forwardChunks(w *LlamaWeights, tokens []int, chunks ...int) ([]float32, [][]float32) {
+func forwardChunks(w *weights.LlamaWeights, tokens []int, chunks ...int) ([]float32, [][]float32) {
 	s := NewLlamaState(w)
 	var logits []float32
 	hidden := make([][]float32, w.Cfg.NLayers)
@@ -104,7 +104,7 @@ func TestTruncate(t *testing.T) {
 // naiveStep is an independent, scalar, one-token-at-a-time transcription of Hugging Face
 // LlamaForCausalLM (rotate_half RoPE with cos/sin tables, repeat_kv), for checking
 // Forward's plumbing. keys/values are [layer][position][kvHead*hd].
-func naiveStep(w *LlamaWeights, tok, pos int, keys, values [][][]float64) []float64 {
+func naiveStep(w *weights.LlamaWeights, tok, pos int, keys, values [][][]float64) []float64 {
 	c := w.Cfg
 	hd, rep := c.HeadDim, c.NHeads/c.NKVHeads
 	rms := func(x []float64, g []float32) []float64 {

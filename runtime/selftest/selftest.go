@@ -11,12 +11,13 @@ package selftest
 
 import (
 	"fmt"
-	"github.com/wspec/wspec/weights"
 	"hash/fnv"
 	"math"
 	"math/rand"
 	"strings"
 	"time"
+
+	"github.com/wspec/wspec/weights"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"

@@ -1,6 +1,7 @@
-package runtime
+package model
 
 import (
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -20,7 +21,7 @@ import (
 //	rope_kv; attention; x += Wo att; h = W13 rmsnorm_post(x); x += W2 swiglu(h)
 //	logits = lm_head(x last row)  (EAGLE-3: rmsnorm_norm first)
 //	ids[depth] = argmax logits  (EAGLE-3: + d2t)
-func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
+func (e *Eagle) record(tiled, catchup bool, depth int) (*runtime.Program, error) {
 	c, ly, b, d := e.cfg, &e.layer, &e.bufs, e.d
 	p, err := d.NewProgram()
 	if err != nil {
@@ -30,13 +31,13 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
 	eps := float32(c.RMSEps)
 	qkvW := (c.NHeads + 2*c.NKVHeads) * hd
 	dummy := e.t.dummy
-	rowGrid := func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(uint32(H), 64), s.M, 1 }
+	rowGrid := func(s *runtime.StepBlock) (uint32, uint32, uint32) { return runtime.CeilDiv(uint32(H), 64), s.M, 1 }
 	normInto := func(src, w *webgpu.Buffer, off int) error {
-		return p.Add(KernelCall{
+		return p.Add(runtime.KernelCall{
 			Kernel: "rmsnorm", Weights: wgsl.F32,
-			Params:  RMSNormParams{N: uint32(H), Eps: eps, YStride: uint32(2 * H), YOff: uint32(off)},
+			Params:  runtime.RMSNormParams{N: uint32(H), Eps: eps, YStride: uint32(2 * H), YOff: uint32(off)},
 			Buffers: []webgpu.Binding{{Buffer: src}, {Buffer: w}, {Buffer: b.u}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+			Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
 		})
 	}
 	if err := p.AddEmbed(ly.embed, b.tok, b.e); err != nil {
@@ -44,10 +45,10 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
 	}
 	qkvIn := b.x
 	if e.kind == weights.EagleKind1 {
-		if err := p.AddMat("eagle.fc_e", ly.fcE, b.e, b.x, H, MatFusion{Bias: ly.fcBias}, tiled, dummy); err != nil {
+		if err := p.AddMat("eagle.fc_e", ly.fcE, b.e, b.x, H, runtime.MatFusion{Bias: ly.fcBias}, tiled, dummy); err != nil {
 			return nil, err
 		}
-		f := MatFusion{Accum: true}
+		f := runtime.MatFusion{Accum: true}
 		if catchup {
 			f.Norm, f.Eps = e.t.norm, float32(e.t.Cfg.RMSEps)
 		}
@@ -60,11 +61,11 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
 			return nil, err
 		}
 		if catchup && ly.fc != nil {
-			err = p.AddMat("eagle.fc", ly.fc, b.fin, b.x, H, MatFusion{}, tiled, dummy)
+			err = p.AddMat("eagle.fc", ly.fc, b.fin, b.x, H, runtime.MatFusion{}, tiled, dummy)
 		} else {
-			err = p.Add(KernelCall{
+			err = p.Add(runtime.KernelCall{
 				Kernel:  "copy_rows",
-				Params:  CopyRowsParams{Width: uint32(H), SrcStride: uint32(H), DstStride: uint32(H)},
+				Params:  runtime.CopyRowsParams{Width: uint32(H), SrcStride: uint32(H), DstStride: uint32(H)},
 				Buffers: []webgpu.Binding{{Buffer: b.fin}, {Buffer: b.x}},
 				Grid:    rowGrid,
 			})
@@ -76,38 +77,38 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*Program, error) {
 			return nil, err
 		}
 	}
-	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, MatFusion{}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, runtime.MatFusion{}, tiled, dummy); err != nil {
 		return nil, err
 	}
 	if err := p.AddAttention(&c, e.pool.PageSize, b.qkv, b.pageTable, ly.kc, ly.vc, b.att); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, MatFusion{Accum: true}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, runtime.MatFusion{Accum: true}, tiled, dummy); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("eagle.w13", ly.w13, b.x, b.h, 2*c.HiddenDim, MatFusion{Norm: ly.postNorm, Eps: eps}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.w13", ly.w13, b.x, b.h, 2*c.HiddenDim, runtime.MatFusion{Norm: ly.postNorm, Eps: eps}, tiled, dummy); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("eagle.w2", ly.w2, b.h, b.x, H, MatFusion{SwiGLU: true, Accum: true}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.w2", ly.w2, b.h, b.x, H, runtime.MatFusion{SwiGLU: true, Accum: true}, tiled, dummy); err != nil {
 		return nil, err
 	}
-	head := MatFusion{LastRows: true}
+	head := runtime.MatFusion{LastRows: true}
 	if e.kind == weights.EagleKind3 {
 		head.Norm, head.Eps = ly.norm, eps
 	}
 	if err := p.AddMat("eagle.lm_head", ly.lmHead, b.x, b.logits, e.vOut, head, false, dummy); err != nil {
 		return nil, err
 	}
-	o := Overrides{}
+	o := runtime.Overrides{}
 	mp := dummy
 	if ly.d2t != nil {
 		o["MAP"], mp = 1, ly.d2t
 	}
-	err = p.Add(KernelCall{
+	err = p.Add(runtime.KernelCall{
 		Kernel: "argmax_rows", Overrides: o,
-		Params:  ArgmaxParams{Cols: uint32(e.vOut), OutOff: uint32(depth)},
+		Params:  runtime.ArgmaxParams{Cols: uint32(e.vOut), OutOff: uint32(depth)},
 		Buffers: []webgpu.Binding{{Buffer: b.logits}, {Buffer: mp}, {Buffer: b.ids}},
-		Grid:    Fixed(1, 1, 1),
+		Grid:    runtime.Fixed(1, 1, 1),
 	})
 	return p, err
 }

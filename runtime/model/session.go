@@ -1,9 +1,11 @@
-package runtime
+package model
+
+import "github.com/wspec/wspec/runtime"
 
 // Session is one sequence on a model: the unit the speculative loop drives.
 type Session struct {
 	m   *Model
-	seq *Sequence
+	seq *runtime.Sequence
 }
 
 // NewSession starts an empty sequence on the model's page pool.

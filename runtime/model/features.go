@@ -1,13 +1,16 @@
-package runtime
+package model
 
-import "github.com/wspec/wspec/runtime/webgpu"
+import (
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
+)
 
 // What drafters read of the target, on the device, right after a target step (the next step
 // overwrites them). Rows are the step's tokens: row r is the token at position LastStep's
 // pos0 + r.
 
 // Device is the model's device.
-func (m *Model) Device() *Device { return m.d }
+func (m *Model) Device() *runtime.Device { return m.d }
 
 // LastStep returns the position of row 0 of the last step's activations and its row count.
 func (m *Model) LastStep() (pos0, rows int) { return m.lastPos0, m.lastM }
@@ -22,10 +25,10 @@ func (m *Model) Aux() *webgpu.Buffer { return m.aux }
 func (m *Model) FinalNorm() *webgpu.Buffer { return m.norm }
 
 // Embedding is the token embedding [vocab, dim].
-func (m *Model) Embedding() *Linear { return m.embed }
+func (m *Model) Embedding() *runtime.Linear { return m.embed }
 
 // LMHead is the output projection [vocab, dim] (the embedding when tied).
-func (m *Model) LMHead() *Linear { return m.lmHead }
+func (m *Model) LMHead() *runtime.Linear { return m.lmHead }
 
 // Dummy is a small buffer for bindings a kernel variant does not read.
 func (m *Model) Dummy() *webgpu.Buffer { return m.dummy }

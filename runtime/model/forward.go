@@ -1,9 +1,10 @@
-package runtime
+package model
 
 import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 )
 
@@ -21,7 +22,7 @@ import (
 //	    x += Wdown (silu(gate) * up)                   matvec/matmul, SWIGLU + ACCUM
 //	logits = lm_head rmsnorm(x[last n_draft+1 rows])   rmsnorm, matvec/matmul LAST_ROWS
 //	out = rejection_sample(logits, drafts, q)          sample
-func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
+func (m *Model) record(tiled, lmTiled bool) (*runtime.Program, error) {
 	c, o, d := m.Cfg, m.Opts, m.d
 	p, err := d.NewProgram()
 	if err != nil {
@@ -39,12 +40,12 @@ func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
 			if al != i {
 				continue
 			}
-			err := p.Add(KernelCall{
+			err := p.Add(runtime.KernelCall{
 				Kernel: "copy_rows",
-				Params: CopyRowsParams{Width: uint32(c.Dim), SrcStride: uint32(c.Dim),
+				Params: runtime.CopyRowsParams{Width: uint32(c.Dim), SrcStride: uint32(c.Dim),
 					DstStride: uint32(len(o.AuxLayers) * c.Dim), DstOff: uint32(j * c.Dim)},
 				Buffers: []webgpu.Binding{{Buffer: m.x}, {Buffer: m.aux}},
-				Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(uint32(c.Dim), 64), s.M, 1 },
+				Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return runtime.CeilDiv(uint32(c.Dim), 64), s.M, 1 },
 			})
 			if err != nil {
 				return nil, err
@@ -53,35 +54,35 @@ func (m *Model) record(tiled, lmTiled bool) (*Program, error) {
 		if err := m.addNorm(p, m.x, ly.attnNorm, eps); err != nil {
 			return nil, err
 		}
-		if err := p.AddMat(name("qkv"), ly.qkv, m.xn, m.qkv, qkvW, MatFusion{Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
+		if err := p.AddMat(name("qkv"), ly.qkv, m.xn, m.qkv, qkvW, runtime.MatFusion{Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
 		if err := p.AddAttention(&c, o.PageSize, m.qkv, m.pageTable, ly.kc, ly.vc, m.att); err != nil {
 			return nil, err
 		}
-		if err := p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, MatFusion{Accum: true}, tiled, m.dummy); err != nil {
+		if err := p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, runtime.MatFusion{Accum: true}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
 		if err := m.addNorm(p, m.x, ly.ffnNorm, eps); err != nil {
 			return nil, err
 		}
-		if err := p.AddMat(name("w13"), ly.w13, m.xn, m.h, 2*c.HiddenDim, MatFusion{}, tiled, m.dummy); err != nil {
+		if err := p.AddMat(name("w13"), ly.w13, m.xn, m.h, 2*c.HiddenDim, runtime.MatFusion{}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
-		if err := p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, MatFusion{SwiGLU: true, Accum: true}, tiled, m.dummy); err != nil {
+		if err := p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, runtime.MatFusion{SwiGLU: true, Accum: true}, tiled, m.dummy); err != nil {
 			return nil, err
 		}
 	}
 	if err := m.addNorm(p, m.x, m.norm, eps); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("lm_head", m.lmHead, m.xn, m.logits, c.Vocab, MatFusion{LastRows: true}, lmTiled, m.dummy); err != nil {
+	if err := p.AddMat("lm_head", m.lmHead, m.xn, m.logits, c.Vocab, runtime.MatFusion{LastRows: true}, lmTiled, m.dummy); err != nil {
 		return nil, err
 	}
-	err = p.Add(KernelCall{
-		Kernel: "sample", Params: SampleParams{Vocab: uint32(c.Vocab)},
+	err = p.Add(runtime.KernelCall{
+		Kernel: "sample", Params: runtime.SampleParams{Vocab: uint32(c.Vocab)},
 		Buffers: []webgpu.Binding{{Buffer: m.logits}, {Buffer: m.drafts}, {Buffer: m.q}, {Buffer: m.out}},
-		Grid:    Fixed(1, 1, 1),
+		Grid:    runtime.Fixed(1, 1, 1),
 	})
 	return p, err
 }
@@ -102,7 +103,7 @@ type Sampling struct {
 // is the accepted drafts plus one recovered or bonus token. With nDraft == 0 it is the one
 // token sampled after the last. The cache then holds all of tokens: the caller truncates the
 // rejected drafts. Only the emitted token ids come back to the host.
-func (m *Model) Forward(seq *Sequence, tokens []int, nDraft int, q []float32, s Sampling) ([]int, error) {
+func (m *Model) Forward(seq *runtime.Sequence, tokens []int, nDraft int, q []float32, s Sampling) ([]int, error) {
 	c, o := m.Cfg, m.Opts
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrBadInput)
@@ -114,7 +115,7 @@ func (m *Model) Forward(seq *Sequence, tokens []int, nDraft int, q []float32, s 
 		return nil, fmt.Errorf("%w: q has %d values, want %d x %d", ErrBadInput, len(q), nDraft, c.Vocab)
 	}
 	if end := seq.Len() + len(tokens); end > c.MaxSeq {
-		return nil, fmt.Errorf("%w: %d tokens after this step, the context is %d", ErrContextFull, end, c.MaxSeq)
+		return nil, fmt.Errorf("%w: %d tokens after this step, the context is %d", runtime.ErrContextFull, end, c.MaxSeq)
 	}
 	ids := make([]uint32, len(tokens))
 	for i, t := range tokens {
@@ -123,17 +124,17 @@ func (m *Model) Forward(seq *Sequence, tokens []int, nDraft int, q []float32, s 
 		}
 		ids[i] = uint32(t)
 	}
-	step := StepBlock{NDraft: uint32(nDraft), Seq: s.SeqID, SeedLo: uint32(s.Seed), SeedHi: uint32(s.Seed >> 32),
+	step := runtime.StepBlock{NDraft: uint32(nDraft), Seq: s.SeqID, SeedLo: uint32(s.Seed), SeedHi: uint32(s.Seed >> 32),
 		Temperature: s.Temperature, TopP: s.TopP, TopK: uint32(max(s.TopK, 0)), Vocab: uint32(c.Vocab)}
 	if step.TopP <= 0 {
 		step.TopP = 1
 	}
 	if q != nil {
 		step.HasQ = 1
-		m.q.Write(0, F32Bytes(q))
+		m.q.Write(0, runtime.F32Bytes(q))
 	}
 	if nDraft > 0 {
-		m.drafts.Write(0, U32Bytes(ids[len(ids)-nDraft:]))
+		m.drafts.Write(0, runtime.U32Bytes(ids[len(ids)-nDraft:]))
 	}
 	// Long inputs go in chunks; the drafts and the token before them always share the last
 	// chunk, since the sampler reads the last n_draft + 1 logits rows of one step.
@@ -172,7 +173,7 @@ func (m *Model) Forward(seq *Sequence, tokens []int, nDraft int, q []float32, s 
 }
 
 // run reserves pages for chunk, writes the step's inputs and submits one forward step.
-func (m *Model) run(seq *Sequence, chunk []uint32, step *StepBlock, last bool) error {
+func (m *Model) run(seq *runtime.Sequence, chunk []uint32, step *runtime.StepBlock, last bool) error {
 	pos0 := seq.Len()
 	copies, err := seq.Reserve(pos0 + len(chunk))
 	if err != nil {
@@ -183,8 +184,8 @@ func (m *Model) run(seq *Sequence, chunk []uint32, step *StepBlock, last bool) e
 	for i, p := range seq.Pages() {
 		pages[i] = uint32(p)
 	}
-	m.pageTable.Write(0, U32Bytes(pages))
-	m.tokens.Write(0, U32Bytes(chunk))
+	m.pageTable.Write(0, runtime.U32Bytes(pages))
+	m.tokens.Write(0, runtime.U32Bytes(chunk))
 	enc := m.d.NewEncoder()
 	pageBytes := uint64(m.Opts.PageSize * m.Cfg.NKVHeads * m.Cfg.HeadDim * 4)
 	for _, cp := range copies {
@@ -227,10 +228,10 @@ func (m *Model) Logits(rows int) ([]float32, error) {
 // mat-vecs' NORM fusion: the fusion makes every workgroup of the following mat-vec recompute the
 // norm and multiply the norm weight in its inner loop, which doubled the LM head's time on
 // lavapipe (BENCHMARKS.md), while one more dispatch costs ~50 us.
-func (m *Model) addNorm(p *Program, x, w *webgpu.Buffer, eps float32) error {
-	return p.Add(KernelCall{
-		Kernel: "rmsnorm", Params: RMSNormParams{N: uint32(m.Cfg.Dim), Eps: eps},
+func (m *Model) addNorm(p *runtime.Program, x, w *webgpu.Buffer, eps float32) error {
+	return p.Add(runtime.KernelCall{
+		Kernel: "rmsnorm", Params: runtime.RMSNormParams{N: uint32(m.Cfg.Dim), Eps: eps},
 		Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: w}, {Buffer: m.xn}},
-		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+		Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
 	})
 }

@@ -1,17 +1,17 @@
-package runtime
+package model
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
 
-// ModelOptions size the device model.
-type ModelOptions struct {
+// Options size the device model.
+type Options struct {
 	Weights      wgsl.WeightType // f32 or f16 weight storage (activations are f32)
 	PageSize     int             // KV slots per page (default 16)
 	Pages        int             // pages in the pool (default: enough for 2 full contexts)
@@ -22,7 +22,7 @@ type ModelOptions struct {
 	AuxLayers []int
 }
 
-func (o *ModelOptions) defaults(cfg *weights.Config) {
+func (o *Options) defaults(cfg *weights.Config) {
 	if o.PageSize <= 0 {
 		o.PageSize = 16
 	}
@@ -44,27 +44,27 @@ func (o *ModelOptions) defaults(cfg *weights.Config) {
 var ErrBadInput = errors.New("bad input")
 
 type deviceLayer struct {
-	attnNorm, ffnNorm *webgpu.Buffer // [dim] f32
-	qkv               *Linear        // [(n_heads + 2 n_kv) * hd, dim]: wq, wk, wv stacked
-	qkvBias           *webgpu.Buffer // [(n_heads + 2 n_kv) * hd] or nil
-	wo                *Linear        // [dim, n_heads * hd]
-	w13               *Linear        // [2 hidden, dim]: gate, up stacked
-	w2                *Linear        // [dim, hidden]
-	kc, vc            *webgpu.Buffer // [n_pages, page_size, n_kv, hd] f32
+	attnNorm, ffnNorm *webgpu.Buffer  // [dim] f32
+	qkv               *runtime.Linear // [(n_heads + 2 n_kv) * hd, dim]: wq, wk, wv stacked
+	qkvBias           *webgpu.Buffer  // [(n_heads + 2 n_kv) * hd] or nil
+	wo                *runtime.Linear // [dim, n_heads * hd]
+	w13               *runtime.Linear // [2 hidden, dim]: gate, up stacked
+	w2                *runtime.Linear // [dim, hidden]
+	kc, vc            *webgpu.Buffer  // [n_pages, page_size, n_kv, hd] f32
 }
 
 // Model is a Llama-family decoder on the device with its paged KV cache. One Forward is one
 // submit: embed, 6 fused dispatches per layer, the LM head and the sampler.
 type Model struct {
-	d    *Device
+	d    *runtime.Device
 	Cfg  weights.Config
-	Opts ModelOptions
-	Pool *PagePool
+	Opts Options
+	Pool *runtime.PagePool
 
-	embed  *Linear        // [vocab, dim]
-	layers []deviceLayer  // [n_layers]
-	norm   *webgpu.Buffer // [dim]
-	lmHead *Linear        // [vocab, dim] (the embedding's buffers when tied)
+	embed  *runtime.Linear // [vocab, dim]
+	layers []deviceLayer   // [n_layers]
+	norm   *webgpu.Buffer  // [dim]
+	lmHead *runtime.Linear // [vocab, dim] (the embedding's buffers when tied)
 
 	// Activations, sized for PrefillChunk tokens.
 	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
@@ -84,14 +84,14 @@ type Model struct {
 
 	// decode: one row, mat-vecs. verify: k+1 rows with drafts, tiled matmuls, the LM head on
 	// all k+1 rows. prefill: many rows, tiled matmuls, the LM head on the last row only.
-	decode, verify, prefill *Program
+	decode, verify, prefill *runtime.Program
 }
 
 // NewModel uploads host weights and records the decode and prefill programs.
-func NewModel(d *Device, w *ref.LlamaWeights, opts ModelOptions) (*Model, error) {
+func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, error) {
 	cfg := w.Cfg
 	opts.defaults(&cfg)
-	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: NewPagePool(opts.Pages, opts.PageSize)}
+	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: runtime.NewPagePool(opts.Pages, opts.PageSize)}
 	if err := m.upload(w); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func NewModel(d *Device, w *ref.LlamaWeights, opts ModelOptions) (*Model, error)
 	return m, nil
 }
 
-func (m *Model) upload(w *ref.LlamaWeights) error {
+func (m *Model) upload(w *weights.LlamaWeights) error {
 	c, d, wt := m.Cfg, m.d, m.Opts.Weights
 	var err error
 	if m.embed, err = d.UploadLinear("embed", w.Embed, c.Vocab, c.Dim, wt); err != nil {

@@ -1,9 +1,10 @@
-package runtime
+package model
 
 import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -56,7 +57,7 @@ func (e *Eagle) Sync(ctx []int) error {
 		return err
 	}
 	b := &e.bufs
-	b.tok.Write(0, U32Bytes(toks))
+	b.tok.Write(0, runtime.U32Bytes(toks))
 	src := e.t.x // EAGLE-1: the residual after the last layer (normed by fc_f's fusion)
 	if e.kind == weights.EagleKind3 {
 		src = e.t.aux // the residuals entering the aux layers, side by side
@@ -68,7 +69,7 @@ func (e *Eagle) Sync(ctx []int) error {
 	if m > 16 {
 		prog = e.catchT
 	}
-	prog.Encode(enc, &StepBlock{M: uint32(m), Pos0: uint32(local)}, nil)
+	prog.Encode(enc, &runtime.StepBlock{M: uint32(m), Pos0: uint32(local)}, nil)
 	H := uint64(4 * e.cfg.Dim)
 	enc.Copy(b.x, uint64(m-1)*H, b.fin, 0, H) // the last row's output feeds depth 2
 	if err := enc.Submit(); err != nil {
@@ -89,7 +90,7 @@ func (e *Eagle) reserve(n int) error {
 	for i, p := range e.seq.Pages() {
 		pages[i] = uint32(p)
 	}
-	e.bufs.pageTable.Write(0, U32Bytes(pages))
+	e.bufs.pageTable.Write(0, runtime.U32Bytes(pages))
 	return nil
 }
 
@@ -122,7 +123,7 @@ func (e *Eagle) Draft(ctx []int, k int) ([]int, error) {
 	enc := e.d.NewEncoder()
 	for j := 1; j < k; j++ {
 		enc.Copy(b.ids, uint64(4*(j-1)), b.tok, 0, 4)
-		e.depths[j-1].Encode(enc, &StepBlock{M: 1, Pos0: uint32(local + j - 1)}, nil)
+		e.depths[j-1].Encode(enc, &runtime.StepBlock{M: 1, Pos0: uint32(local + j - 1)}, nil)
 		enc.Copy(b.x, 0, b.fin, 0, H)
 	}
 	enc.Copy(b.ids, 0, b.staging, 0, uint64(4*k))

@@ -1,6 +1,9 @@
-package runtime
+package model
 
-import "github.com/wspec/wspec/runtime/webgpu"
+import (
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
+)
 
 // Release frees the model's device memory: weights, KV pages, activations. The model and its
 // sessions are unusable afterwards. Pipelines stay cached on the device for the next model.
@@ -8,7 +11,7 @@ func (m *Model) Release() {
 	if m.embed == nil {
 		return
 	}
-	linears := []*Linear{m.embed}
+	linears := []*runtime.Linear{m.embed}
 	if m.lmHead != m.embed {
 		linears = append(linears, m.lmHead)
 	}

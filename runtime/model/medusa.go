@@ -1,9 +1,10 @@
-package runtime
+package model
 
 import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 )
@@ -24,21 +25,21 @@ import (
 type Medusa struct {
 	t      *Model
 	K, R   int
-	blocks [][]medusaBlock // [K][R]
-	out    []*Linear       // [K]; nil: the target's LM head
-	row    *webgpu.Buffer  // [dim]: the hidden row read
-	h      *webgpu.Buffer  // [dim]: rmsnorm(row)
+	blocks [][]medusaBlock   // [K][R]
+	out    []*runtime.Linear // [K]; nil: the target's LM head
+	row    *webgpu.Buffer    // [dim]: the hidden row read
+	h      *webgpu.Buffer    // [dim]: rmsnorm(row)
 	z      [2]*webgpu.Buffer
 	logits *webgpu.Buffer // [vocab]
 	ids    *webgpu.Buffer // [K] u32
 	stage  *webgpu.Buffer // map-read copy of ids
-	prog   *Program
+	prog   *runtime.Program
 	owned  []*webgpu.Buffer
-	lins   []*Linear
+	lins   []*runtime.Linear
 }
 
 type medusaBlock struct {
-	w *Linear
+	w *runtime.Linear
 	b *webgpu.Buffer
 }
 
@@ -101,7 +102,7 @@ func (md *Medusa) upload(w *weights.Medusa) error {
 			dev = append(dev, seen[id])
 		}
 		md.blocks = append(md.blocks, dev)
-		var out *Linear
+		var out *runtime.Linear
 		if w.Out != nil {
 			var err error
 			if out, err = d.UploadLinear(fmt.Sprintf("medusa.%d.out", k), w.Out[k], c.Vocab, c.Dim, wt); err != nil {
@@ -143,11 +144,11 @@ func (md *Medusa) record() error {
 	}
 	md.prog = p
 	dim := uint32(c.Dim)
-	rows := func(s *StepBlock) (uint32, uint32, uint32) { return ceilDiv(dim, 64), s.M, 1 }
-	err = p.Add(KernelCall{
-		Kernel: "rmsnorm", Params: RMSNormParams{N: dim, Eps: float32(c.RMSEps)},
+	rows := func(s *runtime.StepBlock) (uint32, uint32, uint32) { return runtime.CeilDiv(dim, 64), s.M, 1 }
+	err = p.Add(runtime.KernelCall{
+		Kernel: "rmsnorm", Params: runtime.RMSNormParams{N: dim, Eps: float32(c.RMSEps)},
 		Buffers: []webgpu.Binding{{Buffer: md.row}, {Buffer: t.norm}, {Buffer: md.h}},
-		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+		Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
 	})
 	if err != nil {
 		return err
@@ -156,16 +157,16 @@ func (md *Medusa) record() error {
 		src := md.h
 		for j, b := range md.blocks[k] {
 			dst := md.z[j%2]
-			err := p.Add(KernelCall{
+			err := p.Add(runtime.KernelCall{
 				Kernel:  "copy_rows",
-				Params:  CopyRowsParams{Width: dim, SrcStride: dim, DstStride: dim},
+				Params:  runtime.CopyRowsParams{Width: dim, SrcStride: dim, DstStride: dim},
 				Buffers: []webgpu.Binding{{Buffer: src}, {Buffer: dst}},
 				Grid:    rows,
 			})
 			if err != nil {
 				return err
 			}
-			f := MatFusion{Bias: b.b, SiLU: true, Accum: true}
+			f := runtime.MatFusion{Bias: b.b, SiLU: true, Accum: true}
 			if err := p.AddMat(fmt.Sprintf("medusa.%d.%d", k, j), b.w, src, dst, c.Dim, f, false, t.dummy); err != nil {
 				return err
 			}
@@ -175,13 +176,13 @@ func (md *Medusa) record() error {
 		if out == nil {
 			out = t.lmHead
 		}
-		if err := p.AddMat(fmt.Sprintf("medusa.%d.out", k), out, src, md.logits, c.Vocab, MatFusion{}, false, t.dummy); err != nil {
+		if err := p.AddMat(fmt.Sprintf("medusa.%d.out", k), out, src, md.logits, c.Vocab, runtime.MatFusion{}, false, t.dummy); err != nil {
 			return err
 		}
-		err := p.Add(KernelCall{
-			Kernel: "argmax_rows", Params: ArgmaxParams{Cols: uint32(c.Vocab), OutOff: uint32(k)},
+		err := p.Add(runtime.KernelCall{
+			Kernel: "argmax_rows", Params: runtime.ArgmaxParams{Cols: uint32(c.Vocab), OutOff: uint32(k)},
 			Buffers: []webgpu.Binding{{Buffer: md.logits}, {Buffer: t.dummy}, {Buffer: md.ids}},
-			Grid:    Fixed(1, 1, 1),
+			Grid:    runtime.Fixed(1, 1, 1),
 		})
 		if err != nil {
 			return err
@@ -209,7 +210,7 @@ func (md *Medusa) Draft(pos int) ([]int, error) {
 	rowBytes := uint64(4 * c.Dim)
 	enc := t.d.NewEncoder()
 	enc.Copy(t.x, uint64(r)*rowBytes, md.row, 0, rowBytes)
-	md.prog.Encode(enc, &StepBlock{M: 1, Vocab: uint32(c.Vocab)}, nil)
+	md.prog.Encode(enc, &runtime.StepBlock{M: 1, Vocab: uint32(c.Vocab)}, nil)
 	enc.Copy(md.ids, 0, md.stage, 0, md.stage.Size)
 	if err := enc.Submit(); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package runtime
+package model
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ func TestFeaturesMatchReference(t *testing.T) {
 	cfg := testConfigs[1] // 3 layers, GQA, biases
 	w := ref.RandomLlama(cfg, 7)
 	aux := []int{2, 1, 0}
-	m, err := NewModel(d, w, ModelOptions{PageSize: 8, AuxLayers: aux})
+	m, err := New(d, w, Options{PageSize: 8, AuxLayers: aux})
 	if err != nil {
 		t.Fatal(err)
 	}

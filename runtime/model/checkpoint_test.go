@@ -1,20 +1,21 @@
-package runtime
+package model
 
 import (
 	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
 
-func randomWeights(cfg weights.Config) *ref.LlamaWeights { return ref.RandomLlama(cfg, 1) }
+func randomWeights(cfg weights.Config) *weights.LlamaWeights { return ref.RandomLlama(cfg, 1) }
 
 // writeHF writes w as a Hugging Face Llama folder (config.json + model.safetensors) with
 // tensors of dtype dt ("F32", "F16" or "BF16").
-func writeHF(t *testing.T, dir string, w *ref.LlamaWeights, dt string) {
+func writeHF(t *testing.T, dir string, w *weights.LlamaWeights, dt string) {
 	t.Helper()
 	c := w.Cfg
 	mk := func(name string, v []float32, shape ...int) weights.Tensor {
@@ -61,7 +62,7 @@ func TestHFCheckpointLogits(t *testing.T) {
 			t.Run(fmt.Sprintf("%d-%s", ci, dt), func(t *testing.T) {
 				dir := t.TempDir()
 				writeHF(t, dir, ref.RandomLlama(cfg, int64(10+ci)), dt)
-				host, err := LoadHostWeights(dir)
+				host, err := weights.LoadLlama(dir, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -72,7 +73,7 @@ func TestHFCheckpointLogits(t *testing.T) {
 				if dt != "F32" {
 					wt = wgsl.F16
 				}
-				m, err := NewModel(d, host, ModelOptions{Weights: wt, PageSize: 16})
+				m, err := New(d, host, Options{Weights: wt, PageSize: 16})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +105,7 @@ func TestHFCheckpointLogits(t *testing.T) {
 // is uploaded in row parts (the embedding gather and each mat-vec dispatched per part), and
 // the logits still match the reference.
 func TestSplitWeights(t *testing.T) {
-	d, err := OpenDevice(AdapterChoice(""))
+	d, err := runtime.OpenDevice(runtime.AdapterChoice(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +113,11 @@ func TestSplitWeights(t *testing.T) {
 	d.Limits.MaxStorageBufferBindingSize = 8 << 10 // 8 KiB: the 300 x 64 f32 embedding is 10 parts
 	cfg := testConfigs[0]
 	w := ref.RandomLlama(cfg, 21)
-	m, err := NewModel(d, w, ModelOptions{PageSize: 8})
+	m, err := New(d, w, Options{PageSize: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.embed.parts); n < 10 {
+	if n := m.embed.Parts(); n < 10 {
 		t.Fatalf("embedding in %d parts, want >= 10", n)
 	}
 	toks := []int{299, 0, 150, 7, 151, 298}

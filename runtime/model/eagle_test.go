@@ -1,4 +1,4 @@
-package runtime
+package model
 
 import (
 	"errors"
@@ -59,7 +59,7 @@ func TestEagleMatchesReference(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m, err := NewModel(d, tw, ModelOptions{PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
+			m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestEagleMatchesReference(t *testing.T) {
 	}
 }
 
-func checkEagleRounds(t *testing.T, m *Model, h *Eagle, tw *ref.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
+func checkEagleRounds(t *testing.T, m *Model, h *Eagle, tw *weights.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	featW := eagleTarget.Dim * max(1, len(aux))
 	seq := m.Pool.NewSequence()
@@ -136,7 +136,7 @@ func checkEagleRounds(t *testing.T, m *Model, h *Eagle, tw *ref.LlamaWeights, w 
 func TestEagleTargetMismatch(t *testing.T) {
 	d := testDevice(t)
 	tw := ref.RandomLlama(eagleTarget, 3)
-	m, err := NewModel(d, tw, ModelOptions{PageSize: 8, PrefillChunk: 32})
+	m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package runtime
+package model
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 )
@@ -29,19 +30,19 @@ var ErrEagle = errors.New("EAGLE head does not fit the target")
 // back only the draft ids. The next Sync drops the depths' rows from the cache.
 type Eagle struct {
 	t      *Model
-	d      *Device
+	d      *runtime.Device
 	kind   string
 	cfg    weights.Config // the head's layer
 	featW  int            // width of the target feature rows (Ht or 3Ht)
 	vOut   int            // logits columns (V or Vd)
 	maxK   int            // most drafts per Draft
-	pool   *PagePool
-	seq    *Sequence
+	pool   *runtime.PagePool
+	seq    *runtime.Sequence
 	layer  eagleLayer
 	bufs   eagleBufs
-	catchM *Program   // catch-up, at most 16 rows (mat-vecs)
-	catchT *Program   // catch-up, more rows (tiled matmuls)
-	depths []*Program // depth j+1 (j = 0..maxK-2): one row, argmax into ids[j+1]
+	catchM *runtime.Program   // catch-up, at most 16 rows (mat-vecs)
+	catchT *runtime.Program   // catch-up, more rows (tiled matmuls)
+	depths []*runtime.Program // depth j+1 (j = 0..maxK-2): one row, argmax into ids[j+1]
 
 	base      int   // position of cache row 0 (> 0 when early features were never seen)
 	committed int   // positions < committed are in the cache (from target features)
@@ -51,7 +52,7 @@ type Eagle struct {
 }
 
 type eagleLayer struct {
-	embed, fcE, fcF, fc, qkv, wo, w13, w2, lmHead *Linear
+	embed, fcE, fcF, fc, qkv, wo, w13, w2, lmHead *runtime.Linear
 	fcBias, postNorm, inNorm, hidNorm, norm, d2t  *webgpu.Buffer
 	kc, vc                                        *webgpu.Buffer
 }
@@ -62,7 +63,7 @@ type eagleBufs struct {
 }
 
 // NewEagle uploads head w (in the target's weight type) next to target t. An EAGLE-3 target
-// must have been made with ModelOptions.AuxLayers equal to w.AuxLayers(layers).
+// must have been made with Options.AuxLayers equal to w.AuxLayers(layers).
 func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 	if err := w.CheckTarget(&t.Cfg); err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 			return nil, err
 		}
 		if !slices.Equal(t.Opts.AuxLayers, want) {
-			return nil, fmt.Errorf("%w: EAGLE-3 reads the residual entering layers %v, but the target was made with ModelOptions.AuxLayers %v",
+			return nil, fmt.Errorf("%w: EAGLE-3 reads the residual entering layers %v, but the target was made with Options.AuxLayers %v",
 				ErrEagle, want, t.Opts.AuxLayers)
 		}
 		e.featW, e.vOut = 3*t.Cfg.Dim, w.DraftVocab
@@ -84,7 +85,7 @@ func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 		return nil, fmt.Errorf("%w: head_dim %d (the attention kernel handles at most 256)", ErrEagle, c.HeadDim)
 	}
 	ps := t.Opts.PageSize
-	e.pool = NewPagePool((t.Cfg.MaxSeq+e.maxK+ps-1)/ps+1, ps)
+	e.pool = runtime.NewPagePool((t.Cfg.MaxSeq+e.maxK+ps-1)/ps+1, ps)
 	e.seq = e.pool.NewSequence()
 	if err := e.upload(w); err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (e *Eagle) upload(w *weights.Eagle) error {
 	if w.Kind == weights.EagleKind3 {
 		in = 2 * H
 	}
-	lin := func(dst **Linear, name string, v []float32, rows, k int) func() error {
+	lin := func(dst **runtime.Linear, name string, v []float32, rows, k int) func() error {
 		return func() (err error) { *dst, err = d.UploadLinear("eagle."+name, v, rows, k, wt); return }
 	}
 	vec := func(dst **webgpu.Buffer, name string, v []float32) func() error {
@@ -161,7 +162,7 @@ func (e *Eagle) upload(w *weights.Eagle) error {
 			for i, v := range w.D2T {
 				m[i] = uint32(int32(v)) // |d2t| < vocab: fits
 			}
-			steps = append(steps, func() (err error) { ly.d2t, err = d.UploadBytes("eagle.d2t", U32Bytes(m)); return })
+			steps = append(steps, func() (err error) { ly.d2t, err = d.UploadBytes("eagle.d2t", runtime.U32Bytes(m)); return })
 		}
 	}
 	kvBytes := uint64(e.pool.Pages() * e.pool.PageSize * kv * 4)
@@ -213,7 +214,7 @@ func (e *Eagle) Release() {
 			buf.Release()
 		}
 	}
-	for _, l := range []*Linear{ly.fcE, ly.fcF, ly.fc, ly.qkv, ly.wo, ly.w13, ly.w2} {
+	for _, l := range []*runtime.Linear{ly.fcE, ly.fcF, ly.fc, ly.qkv, ly.wo, ly.w13, ly.w2} {
 		if l != nil {
 			l.Release()
 		}

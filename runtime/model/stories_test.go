@@ -1,4 +1,4 @@
-package runtime
+package model
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 )
 
 // stories15M is converted by setup.sh into the project's .wspec folder.
-const storiesDir = "../.wspec/models/stories15M"
+const storiesDir = "../../.wspec/models/stories15M"
 
 // TestStories15MGreedyMatchesReference: 200 greedy tokens of the real model on the device equal
 // the pure-Go reference forward's, token for token, for three prompts.
@@ -21,11 +21,11 @@ func TestStories15MGreedyMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := LoadHostWeights(storiesDir)
+	host, err := weights.LoadLlama(storiesDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewModel(testDevice(t), host, ModelOptions{})
+	m, err := New(testDevice(t), host, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package model
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // ms/token, tokens/s, dispatches per token and the share of a token spent in per-dispatch
 // overhead (timestamp queries).
 func BenchmarkDecodeStories15M(b *testing.B) {
-	host, err := LoadHostWeights(storiesDir)
+	host, err := weights.LoadLlama(storiesDir, nil)
 	if err != nil {
 		b.Fatalf("%v (run ./setup.sh)", err)
 	}
@@ -23,7 +23,7 @@ func BenchmarkDecodeStories15M(b *testing.B) {
 	prompt := tok.Encode("Once upon a time", true)
 	for _, wt := range []wgsl.WeightType{wgsl.F32, wgsl.F16} {
 		b.Run(wt.String(), func(b *testing.B) {
-			m, err := NewModel(testDevice(b), host, ModelOptions{Weights: wt})
+			m, err := New(testDevice(b), host, Options{Weights: wt})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -45,11 +45,11 @@ func BenchmarkDecodeStories15M(b *testing.B) {
 // BenchmarkVerifyStories15M: the cost of one target step that verifies k drafts (k+1 rows)
 // against a plain decode step (k = 0), which bounds what speculation can gain on an adapter.
 func BenchmarkVerifyStories15M(b *testing.B) {
-	host, err := LoadHostWeights(storiesDir)
+	host, err := weights.LoadLlama(storiesDir, nil)
 	if err != nil {
 		b.Fatalf("%v (run ./setup.sh)", err)
 	}
-	m, err := NewModel(testDevice(b), host, ModelOptions{})
+	m, err := New(testDevice(b), host, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

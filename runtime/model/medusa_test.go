@@ -1,4 +1,4 @@
-package runtime
+package model
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ func TestMedusaMatchesReference(t *testing.T) {
 			cfg := testConfigs[c.cfg]
 			w := ref.RandomLlama(cfg, int64(c.cfg+1))
 			if models[c.cfg] == nil {
-				m, err := NewModel(d, w, ModelOptions{PageSize: 8})
+				m, err := New(d, w, Options{PageSize: 8})
 				if err != nil {
 					t.Fatal(err)
 				}

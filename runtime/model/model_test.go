@@ -1,4 +1,4 @@
-package runtime
+package model
 
 import (
 	"fmt"
@@ -45,7 +45,7 @@ func TestForwardLogitsMatchReference(t *testing.T) {
 				if wt == wgsl.F16 {
 					w = roundWeightsF16(w)
 				}
-				m, err := NewModel(d, w, ModelOptions{Weights: wt, PageSize: 8, PrefillChunk: 32})
+				m, err := New(d, w, Options{Weights: wt, PageSize: 8, PrefillChunk: 32})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +82,7 @@ func TestForwardLogitsMatchReference(t *testing.T) {
 	}
 }
 
-func roundWeightsF16(w *ref.LlamaWeights) *ref.LlamaWeights {
+func roundWeightsF16(w *weights.LlamaWeights) *weights.LlamaWeights {
 	r := func(v []float32) []float32 {
 		out := make([]float32, len(v))
 		for i, f := range v {

@@ -1,0 +1,91 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/wspec/wspec/runtime"
+)
+
+// DecodeBench is a measured decode run.
+type DecodeBench struct {
+	Tokens         int                  // decode steps timed
+	PerToken       time.Duration        // median wall time of one decode step (submit to token on host)
+	Dispatches     int                  // dispatches per decode step
+	KernelTime     time.Duration        // sum of the step's dispatch times (timestamp queries)
+	EmptyDispatch  time.Duration        // median device time of one empty dispatch on this adapter
+	OverheadShare  float64              // Dispatches * EmptyDispatch / PerToken
+	KernelsByTotal []runtime.KernelTime // the step's device time per kernel name, largest first
+}
+
+func (b DecodeBench) String() string {
+	s := fmt.Sprintf("decode: %.2f ms/token (%.1f tok/s, median of %d), %d dispatches/token, %.1f ms in kernels, empty dispatch %.0f us -> per-dispatch overhead %.0f%% of a token",
+		ms(b.PerToken), 1/b.PerToken.Seconds(), b.Tokens, b.Dispatches, ms(b.KernelTime), float64(b.EmptyDispatch.Microseconds()), 100*b.OverheadShare)
+	for _, k := range b.KernelsByTotal {
+		s += fmt.Sprintf("\n  %-12s %8.2f ms", k.Name, ms(k.Time))
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchDecode feeds prompt, then times n greedy decode steps one by one, then profiles one step
+// with timestamps and an empty-kernel program of the same length for the per-dispatch cost.
+func (m *Model) BenchDecode(prompt []int, n int) (DecodeBench, error) {
+	seq := m.Pool.NewSequence()
+	defer seq.Release()
+	out, err := m.Forward(seq, prompt, 0, nil, Sampling{})
+	if err != nil {
+		return DecodeBench{}, err
+	}
+	n = min(n, m.Cfg.MaxSeq-seq.Len()-2)
+	times := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if out, err = m.Forward(seq, out[:1], 0, nil, Sampling{}); err != nil {
+			return DecodeBench{}, err
+		}
+		times = append(times, time.Since(t0))
+	}
+	b := DecodeBench{Tokens: n, PerToken: runtime.Median(times), Dispatches: m.Dispatches()}
+	if !m.d.HasTimestamp {
+		return b, nil
+	}
+	kt, err := m.ProfileDecode(seq, out[0])
+	if err != nil {
+		return b, err
+	}
+	byName := map[string]time.Duration{}
+	for _, k := range kt {
+		b.KernelTime += k.Time
+		byName[k.Name] += k.Time
+	}
+	for name, t := range byName {
+		b.KernelsByTotal = append(b.KernelsByTotal, runtime.KernelTime{Name: name, Time: t})
+	}
+	sort.Slice(b.KernelsByTotal, func(i, j int) bool { return b.KernelsByTotal[i].Time > b.KernelsByTotal[j].Time })
+	if b.EmptyDispatch, err = m.d.EmptyDispatchTime(b.Dispatches); err != nil {
+		return b, err
+	}
+	b.OverheadShare = float64(b.Dispatches) * float64(b.EmptyDispatch) / float64(b.PerToken)
+	return b, nil
+}
+
+// ProfileDecode times one decode step of token at the end of seq, dispatch by dispatch, and
+// then drops it from the cache again.
+func (m *Model) ProfileDecode(seq *runtime.Sequence, token int) ([]runtime.KernelTime, error) {
+	pos0 := seq.Len()
+	if _, err := seq.Reserve(pos0 + 1); err != nil {
+		return nil, err
+	}
+	defer seq.Truncate(pos0)
+	pages := make([]uint32, len(seq.Pages()))
+	for i, p := range seq.Pages() {
+		pages[i] = uint32(p)
+	}
+	m.pageTable.Write(0, runtime.U32Bytes(pages))
+	m.tokens.Write(0, runtime.U32Bytes([]uint32{uint32(token)}))
+	seq.Commit(pos0 + 1)
+	return m.decode.Profile(&runtime.StepBlock{M: 1, Pos0: uint32(pos0), Vocab: uint32(m.Cfg.Vocab), TopP: 1})
+}
