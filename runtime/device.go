@@ -19,6 +19,9 @@ import (
 // an adapter type ("cpu", "discrete-gpu", "integrated-gpu").
 type AdapterChoice string
 
+// ErrClosed is returned by a device (and the models on it) after Close.
+var ErrClosed = errors.New("device closed")
+
 // ErrNoSuchAdapter is returned when no adapter matches an AdapterChoice.
 var ErrNoSuchAdapter = errors.New("no adapter matches")
 
@@ -55,25 +58,93 @@ func PickAdapter(all []*webgpu.Adapter, choice AdapterChoice) ([]*webgpu.Adapter
 	return out, nil
 }
 
-// Device is a WebGPU device with wspec's pipeline cache.
+// Device is a WebGPU device with wspec's pipeline cache. It is not safe for concurrent use:
+// its users serialise (the engine holds one lock per device).
 type Device struct {
 	*webgpu.Device
 	pipelines map[string]*webgpu.ComputePipeline
 	modules   map[string]*webgpu.ShaderModule
 	staging   map[uint64][]*webgpu.Buffer // free map-read buffers by size (a pool for readbacks)
+	// owned: the adapter and instance OpenDevice made for this device, released by Close.
+	adapter  *webgpu.Adapter
+	instance *webgpu.Instance
 }
 
-// OpenDevice opens the first adapter matching choice.
+// OpenDevice opens the first adapter matching choice. Close releases the device, its
+// adapter and its instance.
 func OpenDevice(choice AdapterChoice) (*Device, error) {
-	all, err := ListAdapters()
+	in, err := webgpu.NewInstance()
 	if err != nil {
 		return nil, err
+	}
+	all, err := in.Adapters()
+	if err != nil {
+		in.Release()
+		return nil, err
+	}
+	release := func(keep *webgpu.Adapter) {
+		for _, a := range all {
+			if a != keep {
+				a.Release()
+			}
+		}
 	}
 	ads, err := PickAdapter(all, choice)
 	if err != nil {
+		release(nil)
+		in.Release()
 		return nil, err
 	}
-	return NewDevice(ads[0])
+	d, err := NewDevice(ads[0])
+	if err != nil {
+		release(nil)
+		in.Release()
+		return nil, err
+	}
+	release(ads[0])
+	d.adapter, d.instance = ads[0], in
+	return d, nil
+}
+
+// Reclaim frees the memory of the buffers released so far: the library frees a destroyed
+// buffer only once a submit made after its destruction has completed, so this submits an
+// empty command buffer, waits for it and lets the library process its deferred work.
+func (d *Device) Reclaim() error {
+	if d.pipelines == nil {
+		return ErrClosed
+	}
+	if err := d.NewEncoder().Submit(); err != nil {
+		return err
+	}
+	err := d.WaitIdle()
+	d.ProcessEvents()
+	return err
+}
+
+// Close releases the pipeline cache, the readback buffers and the device (and the adapter
+// and instance when OpenDevice made them). Every buffer made on the device must have been
+// released before; the device is unusable afterwards. Closing twice is harmless.
+func (d *Device) Close() {
+	if d == nil || d.pipelines == nil {
+		return
+	}
+	for _, p := range d.pipelines {
+		p.Release()
+	}
+	for _, m := range d.modules {
+		m.Release()
+	}
+	for _, bufs := range d.staging {
+		for _, b := range bufs {
+			b.Release()
+		}
+	}
+	d.Reclaim()
+	d.pipelines, d.modules, d.staging = nil, nil, nil
+	d.Device.Release()
+	d.adapter.Release()
+	d.instance.Release()
+	webgpu.TrimHeap()
 }
 
 // NewDevice opens a device on adapter a.
@@ -105,6 +176,9 @@ func (o Overrides) key() string {
 // Pipeline returns the compute pipeline of kernel in weight type wt with overrides, compiling
 // it on first use. The key is (kernel, variant, overrides): shapes never enter it.
 func (d *Device) Pipeline(kernel string, wt wgsl.WeightType, o Overrides) (*webgpu.ComputePipeline, error) {
+	if d.pipelines == nil {
+		return nil, ErrClosed
+	}
 	key := kernel + "/" + wt.String() + o.key()
 	if p, ok := d.pipelines[key]; ok {
 		return p, nil

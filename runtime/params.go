@@ -6,8 +6,8 @@ import (
 )
 
 // The Go mirrors of the kernels' uniform blocks. Every field is 4 bytes, in WGSL order, and
-// each struct's size is a multiple of 16 (uniform layout); params_test.go checks both against
-// the WGSL source.
+// each struct's size is a multiple of 16 (uniform layout); TestUniformMirrors checks both
+// against the WGSL source.
 
 // StepBlock mirrors common.wgsl's Step: what changes from one forward step to the next.
 type StepBlock struct {

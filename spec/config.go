@@ -11,10 +11,6 @@ import (
 // default; the verify step's matvec handles at most 16 rows).
 const MaxSpeculativeTokens = 8
 
-// Modes are the speculative decoding methods a Config may name, in vLLM's spelling. A mode is
-// usable once a drafter of that name is registered (see Names).
-var Modes = []string{"ngram", "draft_model", "medusa", "eagle", "eagle3"}
-
 // Default n-gram sizes of the ngram drafter (vLLM's prompt_lookup_min / prompt_lookup_max).
 const (
 	DefaultPromptLookupMin = 1
@@ -90,7 +86,7 @@ func ParseConfig(s string) (Config, error) {
 
 // Validate fills the defaults and checks c:
 //
-//   - Mode is one of Modes (case-insensitive, stored lower case). When it is empty, a model
+//   - Mode is a registered method (Names; case-insensitive, stored lower case). When it is empty, a model
 //     of "ngram" or "[ngram]" means ngram (vLLM's old spelling) and any other model means
 //     draft_model.
 //   - NumSpeculativeTokens (k) is in 1..MaxSpeculativeTokens.
@@ -102,19 +98,15 @@ func (c *Config) Validate() error {
 	if c.Mode == "" {
 		switch c.Model {
 		case "":
-			return fmt.Errorf("speculative config: no method (want one of %s)", strings.Join(Modes, ", "))
+			return fmt.Errorf("speculative config: no method (want one of %s)", strings.Join(Names(), ", "))
 		case "ngram", "[ngram]":
 			c.Mode, c.Model = "ngram", ""
 		default:
 			c.Mode = "draft_model"
 		}
 	}
-	known := false
-	for _, m := range Modes {
-		known = known || m == c.Mode
-	}
-	if !known {
-		return fmt.Errorf("speculative config: unknown method %q (want one of %s)", c.Mode, strings.Join(Modes, ", "))
+	if opener(c.Mode) == nil {
+		return fmt.Errorf("speculative config: unknown method %q (want one of %s)", c.Mode, strings.Join(Names(), ", "))
 	}
 	if k := c.NumSpeculativeTokens; k < 1 || k > MaxSpeculativeTokens {
 		return fmt.Errorf("speculative config: num_speculative_tokens %d outside 1..%d", k, MaxSpeculativeTokens)

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -66,7 +67,7 @@ func sampleJoint(t *testing.T, n int, seed0 uint64, s model.Sampling, k int, new
 			d = newDrafter(s.Seed)
 		}
 		idx, got := 0, 0
-		_, _, err := Decode(tg, d, distPrompt, k, 2*distTokens+k, s, nil, func(tok int) bool {
+		_, err := Decode(context.Background(), tg, d, distPrompt, k, 2*distTokens+k, s, nil, func(tok int) bool {
 			idx, got = idx*V+tok, got+1
 			return got < distTokens
 		})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/weights"
 )
@@ -14,13 +13,69 @@ import (
 var ErrVocabMismatch = errors.New("draft model vocabulary differs from the target's")
 
 func init() {
-	Register("draft_model", func(cfg Config, env Env) (Drafter, error) {
-		dir := env.ModelDir
-		if dir == "" {
-			dir = cfg.Model
+	Register("draft_model", func(cfg Config, target *weights.Config) (Checkpoint, error) {
+		if cfg.Model == "" {
+			return nil, fmt.Errorf("no draft model folder")
 		}
-		return LoadDraftModel(dir, env)
+		host, err := weights.LoadLlama(cfg.Model, nil)
+		if err != nil {
+			return nil, err
+		}
+		if host.Cfg.Vocab != target.Vocab {
+			return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, cfg.Model, host.Cfg.Vocab, target.Vocab)
+		}
+		return draftCheckpoint{dir: cfg.Model, host: host}, nil
 	})
+}
+
+type draftCheckpoint struct {
+	dir  string
+	host *weights.LlamaWeights
+}
+
+func (c draftCheckpoint) AuxLayers() []int { return nil }
+
+// Load puts the draft model on the target's device in the target's weight type, with a page
+// pool of two contexts (it never verifies).
+func (c draftCheckpoint) Load(target *model.Model) (Method, error) {
+	if c.host.Cfg.Vocab != target.Cfg.Vocab {
+		return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, c.dir, c.host.Cfg.Vocab, target.Cfg.Vocab)
+	}
+	m, err := model.New(target.Device(), c.host, model.Options{MaxDraft: 1, Weights: target.Opts.Weights})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.dir, err)
+	}
+	return &DraftModelMethod{m: m, owned: true}, nil
+}
+
+// DraftModelMethod is a draft model on the device, shared by the sequences' DraftModels.
+type DraftModelMethod struct {
+	m     *model.Model
+	owned bool // Release frees m
+}
+
+// NewDraftModelMethod drafts with m, a model already on the device (Release leaves it).
+// targetVocab (0: unchecked) must be m's vocabulary size.
+func NewDraftModelMethod(m *model.Model, targetVocab int) (*DraftModelMethod, error) {
+	if targetVocab > 0 && m.Cfg.Vocab != targetVocab {
+		return nil, fmt.Errorf("%w: the draft model has %d tokens, the target %d", ErrVocabMismatch, m.Cfg.Vocab, targetVocab)
+	}
+	return &DraftModelMethod{m: m}, nil
+}
+
+// Name is "draft_model".
+func (dm *DraftModelMethod) Name() string { return "draft_model" }
+
+// NewDrafter starts a sequence of its own on the draft model.
+func (dm *DraftModelMethod) NewDrafter() (Drafter, error) {
+	return &DraftModel{m: dm.m, sess: dm.m.NewSession()}, nil
+}
+
+// Release frees the draft model when the method loaded it.
+func (dm *DraftModelMethod) Release() {
+	if dm.owned {
+		dm.m.Release()
+	}
 }
 
 // DraftModel drafts with a smaller model of the same family and tokenizer (vLLM's
@@ -34,63 +89,6 @@ type DraftModel struct {
 	m    *model.Model
 	sess *model.Session
 	fed  []int // the tokens in the KV
-	// owned: the drafter loaded m itself and frees it on Release.
-	owned bool
-}
-
-// LoadDraftModel loads the Llama-family checkpoint folder dir onto env.Device (a device of its
-// own when nil), in the target's weight type. Its vocabulary size must be env.Vocab (when
-// set): otherwise the error wraps ErrVocabMismatch.
-func LoadDraftModel(dir string, env Env) (*DraftModel, error) {
-	if dir == "" {
-		return nil, fmt.Errorf("no draft model folder")
-	}
-	host, err := weights.LoadLlama(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	vocab := env.Vocab
-	if vocab == 0 && env.Target != nil {
-		vocab = env.Target.Cfg.Vocab
-	}
-	if vocab > 0 && host.Cfg.Vocab != vocab {
-		return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, dir, host.Cfg.Vocab, vocab)
-	}
-	dev := env.Device
-	if dev == nil && env.Target != nil {
-		dev = env.Target.Device()
-	}
-	if dev == nil {
-		if dev, err = runtime.OpenDevice(""); err != nil {
-			return nil, err
-		}
-	}
-	// One sequence: a pool of one context's pages (the default holds two); it never verifies.
-	const pageSize = 16
-	opts := model.Options{MaxDraft: 1, PageSize: pageSize, Pages: (host.Cfg.MaxSeq + pageSize - 1) / pageSize}
-	if env.Target != nil {
-		opts.Weights = env.Target.Opts.Weights
-	}
-	m, err := model.New(dev, host, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	d, err := NewDraftModel(m, vocab)
-	if err != nil {
-		m.Release()
-		return nil, err
-	}
-	d.owned = true
-	return d, nil
-}
-
-// NewDraftModel drafts with m, a model already on the device, in a new sequence of its own.
-// targetVocab (0: unchecked) must be m's vocabulary size.
-func NewDraftModel(m *model.Model, targetVocab int) (*DraftModel, error) {
-	if targetVocab > 0 && m.Cfg.Vocab != targetVocab {
-		return nil, fmt.Errorf("%w: the draft model has %d tokens, the target %d", ErrVocabMismatch, m.Cfg.Vocab, targetVocab)
-	}
-	return &DraftModel{m: m, sess: m.NewSession()}, nil
 }
 
 // Name is "draft_model".
@@ -135,13 +133,8 @@ func (d *DraftModel) rollback(n int) {
 	d.sess.Truncate(n)
 }
 
-// Release frees the draft sequence's pages, and the model when the drafter loaded it.
-func (d *DraftModel) Release() {
-	d.sess.Release()
-	if d.owned {
-		d.m.Release()
-	}
-}
+// Release frees the draft sequence's pages.
+func (d *DraftModel) Release() { d.sess.Release() }
 
 func commonPrefix(a, b []int) int {
 	n := 0

@@ -53,12 +53,10 @@ func writeLlamaDir(t testing.TB, w *weights.LlamaWeights) string {
 // draftModel makes the draft_model drafter through the registry, from a checkpoint folder.
 func draftModel(t testing.TB, dir string, target *model.Model) *DraftModel {
 	t.Helper()
-	d, err := New("draft_model", Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: dir},
-		Env{Vocab: target.Cfg.Vocab, MaxSeq: target.Cfg.MaxSeq, Device: target.Device(), Target: target})
+	d, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: dir}, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(d.(*DraftModel).Release)
 	return d.(*DraftModel)
 }
 
@@ -124,15 +122,14 @@ func TestDraftModelErrors(t *testing.T) {
 	m := newDeviceModel(t, ref.RandomLlama(loopCfg, 2))
 	other := smallCfg
 	other.Vocab = 150
-	_, err := New("draft_model", Config{Mode: "draft_model", Model: writeLlamaDir(t, ref.RandomLlama(other, 1))},
-		Env{Vocab: loopCfg.Vocab, Device: m.Device(), Target: m})
+	_, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: writeLlamaDir(t, ref.RandomLlama(other, 1))}, m)
 	if !errors.Is(err, ErrVocabMismatch) || !strings.Contains(err.Error(), "150") || !strings.Contains(err.Error(), "200") {
 		t.Errorf("another vocabulary: %v", err)
 	}
-	if _, err := NewDraftModel(newDeviceModel(t, ref.RandomLlama(other, 1)), loopCfg.Vocab); !errors.Is(err, ErrVocabMismatch) {
+	if _, err := NewDraftModelMethod(newDeviceModel(t, ref.RandomLlama(other, 1)), loopCfg.Vocab); !errors.Is(err, ErrVocabMismatch) {
 		t.Errorf("another vocabulary (model): %v", err)
 	}
-	if _, err := New("draft_model", Config{Mode: "draft_model", Model: t.TempDir()}, Env{Vocab: 200, Target: m}); err == nil {
+	if _, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: t.TempDir()}, m); err == nil {
 		t.Error("an empty folder was accepted as a draft model")
 	}
 }

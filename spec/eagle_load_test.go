@@ -93,11 +93,7 @@ func TestEagleMalformed(t *testing.T) {
 		if tc.edit != nil {
 			rewriteTensors(t, dir, tc.edit)
 		}
-		env := Env{ModelDir: dir}
-		if tc.target != nil {
-			env.Target = tc.target
-		}
-		_, err := New(tc.kind, Config{Mode: tc.kind, NumSpeculativeTokens: 2, Model: dir}, env)
+		_, err := openDrafter(t, Config{Mode: tc.kind, NumSpeculativeTokens: 2, Model: dir}, tc.target)
 		t.Logf("%s: %v", tc.name, err)
 		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("%s: got %v, want an error wrapping %v that mentions %q", tc.name, err, tc.sentinel, tc.mention)
@@ -141,66 +137,46 @@ func TestEagleSpellings(t *testing.T) {
 	}
 }
 
-// writeLlama saves w as a Hugging Face checkpoint folder (config.json, model.safetensors).
-func writeLlama(t *testing.T, w *weights.LlamaWeights) string {
-	t.Helper()
-	dir := t.TempDir()
-	c := w.Cfg
-	c.BOS = -1
-	if err := weights.WriteConfig(dir, &c); err != nil {
-		t.Fatal(err)
-	}
-	get := map[string][]float32{weights.EmbedTensorName: w.Embed, weights.NormTensorName: w.Norm, weights.LMHeadTensorName: w.LMHead}
-	for i, ly := range w.Layers {
-		for suffix, v := range map[string][]float32{weights.AttnNormSuffix: ly.AttnNorm, weights.WqSuffix: ly.Wq,
-			weights.WkSuffix: ly.Wk, weights.WvSuffix: ly.Wv, weights.WoSuffix: ly.Wo, weights.FFNNormSuffix: ly.FFNNorm,
-			weights.GateSuffix: ly.WGate, weights.UpSuffix: ly.WUp, weights.DownSuffix: ly.WDown} {
-			get[weights.LayerTensorName(i, suffix)] = v
-		}
-	}
-	var ts []weights.Tensor
-	for _, s := range c.ExpectedTensors() {
-		ts = append(ts, weights.F32Tensor(s.Name, s.Shape, get[s.Name]))
-	}
-	if err := weights.WriteSafeTensors(filepath.Join(dir, weights.SingleFileName), ts, nil); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// The engine makes the target with the residual snapshots an eagle3 drafter reads: the
-// default layers, or eagle_aux_hidden_state_layer_ids as vLLM reads them (the input of
-// layer id); a target made without them is remade before the drafter is.
-func TestEagleEngineAuxLayers(t *testing.T) {
+// An eagle3 checkpoint tells which target layers' input it reads (AuxLayers): the default
+// layers, or eagle_aux_hidden_state_layer_ids as vLLM reads them (the input of layer id); an
+// EAGLE-1 head reads none. A target made with them drafts exactly; one made without them
+// refuses the head.
+func TestEagleAuxLayers(t *testing.T) {
 	tw := eagleTarget(1, 0)
 	h := perfectEagle(weights.EagleKind3, tw, 1)
 	def := writeEagle(t, h, weights.EagleWriteOptions{})
 	h.AuxLayerIDs = []int{1, 3, 0}
 	explicit := writeEagle(t, h, weights.EagleWriteOptions{})
+	aux := func(mode, dir string) []int {
+		t.Helper()
+		ck, err := Open(Config{Mode: mode, NumSpeculativeTokens: 3, Model: dir}, &tw.Cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ck.AuxLayers()
+	}
 	for dir, want := range map[string][]int{def: {2, 2, 1}, explicit: {1, 3, 0}} {
-		got, err := EagleAuxLayers(&Config{Mode: "EAGLE3", NumSpeculativeTokens: 3, Model: dir}, &tw.Cfg)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("EagleAuxLayers = %v, %v; want %v", got, err, want)
+		if got := aux("eagle3", dir); !slices.Equal(got, want) {
+			t.Errorf("AuxLayers = %v; want %v", got, want)
 		}
 	}
-	if got, err := EagleAuxLayers(&Config{Mode: "eagle", NumSpeculativeTokens: 3, Model: def}, &tw.Cfg); got != nil || err != nil {
-		t.Errorf("eagle (EAGLE-1) asks for aux layers %v, %v", got, err)
+	if got := aux("eagle", writeEagle(t, perfectEagle(weights.EagleKind1, tw, 1), weights.EagleWriteOptions{})); got != nil {
+		t.Errorf("eagle (EAGLE-1) asks for aux layers %v", got)
 	}
-	m := eagleModel(t, tw, weights.EagleKind1) // no aux layers
-	e := &Engine{Device: loopDevice(t), Model: m, Config: &tw.Cfg, Dir: writeLlama(t, tw)}
-	sc := &Config{Mode: "eagle3", NumSpeculativeTokens: 3, Model: explicit}
-	if err := e.ensureAuxLayers(sc); err != nil {
-		t.Fatal(err)
+	sc := Config{Mode: "eagle3", NumSpeculativeTokens: 3, Model: explicit}
+	if _, err := openDrafter(t, sc, eagleModel(t, tw, weights.EagleKind1)); !errors.Is(err, model.ErrEagle) {
+		t.Fatalf("eagle3 on a target without aux layers: %v", err)
 	}
-	if !slices.Equal(e.Model.Opts.AuxLayers, []int{1, 3, 0}) {
-		t.Fatalf("target remade with aux layers %v", e.Model.Opts.AuxLayers)
-	}
-	d, err := NewDrafter(*sc, Env{Target: e.Model, ModelDir: explicit})
+	m, err := model.New(loopDevice(t), tw, model.Options{PageSize: 8, PrefillChunk: 32, AuxLayers: []int{1, 3, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := decode(t, tw, e.Model, nil, loopPrompt, 0, 20, model.Sampling{}, nil)
-	if got, _ := decode(t, tw, e.Model, d, loopPrompt, 3, 20, model.Sampling{}, nil); !slices.Equal(got, want) {
-		t.Errorf("eagle3 on the remade target: %v, want %v", got, want)
+	d, err := openDrafter(t, sc, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := decode(t, tw, m, nil, loopPrompt, 0, 20, model.Sampling{}, nil)
+	if got, _ := decode(t, tw, m, d, loopPrompt, 3, 20, model.Sampling{}, nil); !slices.Equal(got, want) {
+		t.Errorf("eagle3: %v, want %v", got, want)
 	}
 }

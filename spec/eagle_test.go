@@ -107,7 +107,7 @@ func writeEagle(t testing.TB, e *weights.Eagle, o weights.EagleWriteOptions) str
 
 func newEagle(t testing.TB, kind, dir string, m *model.Model) Drafter {
 	t.Helper()
-	d, err := New(kind, Config{Mode: kind, NumSpeculativeTokens: 1, Model: dir}, Env{Vocab: m.Cfg.Vocab, Target: m, ModelDir: dir})
+	d, err := openDrafter(t, Config{Mode: kind, NumSpeculativeTokens: 1, Model: dir}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -212,3 +212,33 @@ func (d *stochasticDrafter) Propose(ctx []int, k int) ([]int, []float32, error) 
 }
 
 func (d *stochasticDrafter) Accept(ctx []int) error { return nil }
+func (d *stochasticDrafter) Release()               {}
+
+// openDrafter makes cfg's drafter for one sequence on target m the way the engine does
+// (validate, open the checkpoint, load it next to m, start a drafter); the test's cleanup
+// releases the drafter and the method.
+func openDrafter(t testing.TB, cfg Config, m *model.Model) (Drafter, error) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var tc *weights.Config
+	if m != nil {
+		tc = &m.Cfg
+	}
+	ck, err := Open(cfg, tc)
+	if err != nil {
+		return nil, err
+	}
+	meth, err := ck.Load(m)
+	if err != nil {
+		return nil, err
+	}
+	d, err := meth.NewDrafter()
+	if err != nil {
+		meth.Release()
+		return nil, err
+	}
+	t.Cleanup(func() { d.Release(); meth.Release() })
+	return d, nil
+}

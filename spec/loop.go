@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,9 +37,28 @@ func (m Metrics) MeanAcceptanceLength() float64 {
 	return float64(m.EmittedTokens) / float64(m.Steps)
 }
 
+// FinishReason says why a generation ended: OpenAI's "stop" and "length", and the engine's
+// own "context_full" and "cancelled".
+type FinishReason string
+
+// Finish reasons.
+const (
+	FinishStop        FinishReason = "stop"         // a stop token (not in the output), or the caller's emit said stop
+	FinishLength      FinishReason = "length"       // maxNew tokens were generated
+	FinishContextFull FinishReason = "context_full" // prompt plus output filled the model's context
+	FinishCancelled   FinishReason = "cancelled"    // the context was cancelled (ctx.Err() says why)
+)
+
+// Output is what Decode produced.
+type Output struct {
+	Tokens  []int // the new tokens, without the stop token
+	Metrics Metrics
+	Finish  FinishReason
+}
+
 // Decode generates up to maxNew tokens after prompt on the empty target t, speculating with
 // d (nil: plain decoding, one token per forward pass) k tokens at a time, and returns the new
-// tokens. It reads top to bottom as the algorithm:
+// tokens and why it stopped. It reads top to bottom as the algorithm:
 //
 //	ctx = prompt;  ctx += t.Forward(prompt)          prefill: the first new token
 //	loop:
@@ -55,65 +75,84 @@ func (m Metrics) MeanAcceptanceLength() float64 {
 // the output does not depend on k in greedy mode, and it is distributed exactly as plain
 // sampling's in any mode.
 //
-// It stops after maxNew tokens (the output is cut to exactly maxNew), at a stop token (which
-// is NOT included in the returned tokens, nor passed to emit), when emit returns false (the
-// token emit was given is included), or when the sequence fills the context: prompt plus
-// output never exceed t.MaxSeq() tokens. emit, if not nil, sees each returned token as soon as
-// it is known.
-func Decode(t Target, d Drafter, prompt []int, k int, maxNew int, s model.Sampling, stop []int,
-	emit func(tok int) bool) ([]int, Metrics, error) {
-	var m Metrics
+// It stops after maxNew tokens (the output is cut to exactly maxNew: FinishLength), at a
+// stop token (which is NOT included in the returned tokens, nor passed to emit: FinishStop),
+// when emit returns false (the token emit was given is included: FinishStop), when the
+// sequence fills the context (prompt plus output never exceed t.MaxSeq() tokens:
+// FinishContextFull), or, within one step, when cx is cancelled (FinishCancelled, with the
+// tokens so far and no error). emit, if not nil, sees each returned token as soon as it is
+// known. On an error the output so far comes back too.
+func Decode(cx context.Context, t Target, d Drafter, prompt []int, k int, maxNew int, s model.Sampling, stop []int,
+	emit func(tok int) bool) (Output, error) {
+	var o Output
+	m := &o.Metrics
 	switch {
 	case len(prompt) == 0:
-		return nil, m, fmt.Errorf("spec: empty prompt")
+		return o, fmt.Errorf("spec: %w: empty prompt", model.ErrBadInput)
 	case len(prompt) >= t.MaxSeq():
-		return nil, m, fmt.Errorf("spec: %w: a prompt of %d tokens leaves no room in a context of %d",
+		return o, fmt.Errorf("spec: %w: a prompt of %d tokens leaves no room in a context of %d",
 			runtime.ErrContextFull, len(prompt), t.MaxSeq())
 	case t.Len() != 0:
-		return nil, m, fmt.Errorf("spec: the target already holds %d tokens", t.Len())
+		return o, fmt.Errorf("spec: the target already holds %d tokens", t.Len())
 	case k < 0 || k > MaxSpeculativeTokens:
-		return nil, m, fmt.Errorf("spec: %d speculative tokens, want 0..%d", k, MaxSpeculativeTokens)
+		return o, fmt.Errorf("spec: %w: %d speculative tokens, want 0..%d", model.ErrBadInput, k, MaxSpeculativeTokens)
+	case maxNew <= 0:
+		return o, fmt.Errorf("spec: %w: max new tokens %d, want at least 1", model.ErrBadInput, maxNew)
 	}
-	if maxNew <= 0 {
-		return nil, m, nil
-	}
-	var out []int
 	// push appends the target's tokens to the output; it reports whether decoding is over.
 	push := func(toks []int) bool {
 		for _, tok := range toks {
 			if slices.Contains(stop, tok) {
+				o.Finish = FinishStop
 				return true
 			}
-			out = append(out, tok)
-			if emit != nil && !emit(tok) || len(out) == maxNew {
+			o.Tokens = append(o.Tokens, tok)
+			if emit != nil && !emit(tok) {
+				o.Finish = FinishStop
+				return true
+			}
+			if len(o.Tokens) == maxNew {
+				o.Finish = FinishLength
 				return true
 			}
 		}
 		return false
+	}
+	if cx.Err() != nil {
+		o.Finish = FinishCancelled
+		return o, nil
 	}
 
 	// Prefill: the prompt's KV and the first new token.
 	ctx := slices.Clip(slices.Clone(prompt))
 	first, err := t.Forward(prompt, 0, nil, s)
 	if err != nil {
-		return nil, m, err
+		return o, err
 	}
 	ctx = append(ctx, first...)
 	if err := accept(d, ctx); err != nil || push(first) {
-		return out, m, err
+		return o, err
 	}
 
-	for len(ctx) < t.MaxSeq() {
+	for {
+		if len(ctx) >= t.MaxSeq() {
+			o.Finish = FinishContextFull
+			return o, nil
+		}
+		if cx.Err() != nil {
+			o.Finish = FinishCancelled
+			return o, nil
+		}
 		// Draft: at most k tokens, no more than the output and the context have room for
 		// (a step emits up to len(drafts)+1 tokens).
 		var drafts []int
 		var q []float32
-		if kk := min(k, maxNew-len(out)-1, t.MaxSeq()-len(ctx)-1); d != nil && kk > 0 {
+		if kk := min(k, maxNew-len(o.Tokens)-1, t.MaxSeq()-len(ctx)-1); d != nil && kk > 0 {
 			if drafts, q, err = d.Propose(ctx, kk); err != nil {
-				return out, m, fmt.Errorf("spec: %s drafter: %w", d.Name(), err)
+				return o, fmt.Errorf("spec: %s drafter: %w", d.Name(), err)
 			}
 			if err := checkDrafts(drafts, q, kk, t.Vocab()); err != nil {
-				return out, m, fmt.Errorf("spec: %s drafter: %w", d.Name(), err)
+				return o, fmt.Errorf("spec: %s drafter: %w", d.Name(), err)
 			}
 			if len(drafts) == 0 {
 				q = nil
@@ -125,11 +164,11 @@ func Decode(t Target, d Drafter, prompt []int, k int, maxNew int, s model.Sampli
 		tokens := append([]int{ctx[len(ctx)-1]}, drafts...)
 		got, err := t.Forward(tokens, len(drafts), q, s)
 		if err != nil {
-			return out, m, err
+			return o, err
 		}
 		accepted := len(got) - 1
 		if accepted < 0 || accepted > len(drafts) || !slices.Equal(got[:accepted], drafts[:accepted]) {
-			return out, m, fmt.Errorf("spec: the target returned %v for drafts %v", got, drafts)
+			return o, fmt.Errorf("spec: the target returned %v for drafts %v", got, drafts)
 		}
 
 		// Keep the KV of the last token and the accepted drafts; drop the rejected ones.
@@ -137,10 +176,9 @@ func Decode(t Target, d Drafter, prompt []int, k int, maxNew int, s model.Sampli
 		ctx = append(ctx, got...)
 		m.count(len(drafts), accepted)
 		if err := accept(d, ctx); err != nil || push(got) {
-			return out, m, err
+			return o, err
 		}
 	}
-	return out, m, nil
 }
 
 // count records one verify step of nDraft drafts of which the first accepted passed.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -49,7 +50,8 @@ func decode(t *testing.T, w *weights.LlamaWeights, m *model.Model, d Drafter, pr
 	tg := newTarget(w, m)
 	ct := &checkedTarget{Target: tg.Target, t: t, pool: tg.pool}
 	var emitted []int
-	out, met, err := Decode(ct, d, prompt, k, maxNew, s, stop, func(tok int) bool { emitted = append(emitted, tok); return true })
+	o, err := Decode(context.Background(), ct, d, prompt, k, maxNew, s, stop, func(tok int) bool { emitted = append(emitted, tok); return true })
+	out, met := o.Tokens, o.Metrics
 	if err != nil {
 		t.Fatalf("Decode (k %d): %v", k, err)
 	}
@@ -136,10 +138,10 @@ func TestDecodeStops(t *testing.T) {
 			}
 		}
 	}
-	if got, _, err := Decode(newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq-1], 0, 5, model.Sampling{}, nil, nil); err != nil || len(got) != 1 {
+	if got, err := Decode(context.Background(), newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq-1], 0, 5, model.Sampling{}, nil, nil); err != nil || len(got.Tokens) != 1 || got.Finish != FinishContextFull {
 		t.Errorf("prompt of MaxSeq-1 tokens: %v, %v (want one token)", got, err)
 	}
-	if _, _, err := Decode(newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq], 0, 5, model.Sampling{}, nil, nil); err == nil {
+	if _, err := Decode(context.Background(), newFakeTarget(w), nil, slices.Repeat(loopPrompt, 8)[:loopCfg.MaxSeq], 0, 5, model.Sampling{}, nil, nil); err == nil {
 		t.Error("a prompt filling the context was accepted")
 	}
 }

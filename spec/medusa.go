@@ -8,25 +8,52 @@ import (
 )
 
 func init() {
-	Register("medusa", func(cfg Config, env Env) (Drafter, error) {
-		dir := env.ModelDir
-		if dir == "" {
-			dir = cfg.Model
-		}
-		if env.Target == nil {
-			return nil, fmt.Errorf("medusa heads read the target model's hidden state: no target model given")
-		}
-		w, err := weights.LoadMedusa(dir)
+	Register("medusa", func(cfg Config, target *weights.Config) (Checkpoint, error) {
+		w, err := weights.LoadMedusa(cfg.Model)
 		if err != nil {
 			return nil, err
 		}
-		heads, err := model.NewMedusa(env.Target, w)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
+		switch {
+		case w.Dim != target.Dim:
+			return nil, fmt.Errorf("%s: %w: Medusa heads of hidden size %d for a target of hidden size %d", cfg.Model, model.ErrBadInput, w.Dim, target.Dim)
+		case w.Out != nil && w.Vocab != target.Vocab:
+			return nil, fmt.Errorf("%s: %w: Medusa output layers of %d tokens for a target vocabulary of %d", cfg.Model, model.ErrBadInput, w.Vocab, target.Vocab)
 		}
-		return NewMedusa(heads), nil
+		return medusaCheckpoint{dir: cfg.Model, w: w}, nil
 	})
 }
+
+type medusaCheckpoint struct {
+	dir string
+	w   *weights.Medusa
+}
+
+func (c medusaCheckpoint) AuxLayers() []int { return nil }
+
+func (c medusaCheckpoint) Load(target *model.Model) (Method, error) {
+	heads, err := model.NewMedusa(target, c.w)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.dir, err)
+	}
+	return &MedusaMethod{heads: heads}, nil
+}
+
+// MedusaMethod is Medusa heads on the target's device; they keep no per-sequence state.
+type MedusaMethod struct {
+	heads *model.Medusa
+}
+
+// NewMedusaMethod drafts with heads already on the target's device (Release frees them).
+func NewMedusaMethod(heads *model.Medusa) *MedusaMethod { return &MedusaMethod{heads: heads} }
+
+// Name is "medusa".
+func (m *MedusaMethod) Name() string { return "medusa" }
+
+// NewDrafter returns a drafter on the shared heads.
+func (m *MedusaMethod) NewDrafter() (Drafter, error) { return &Medusa{heads: m.heads}, nil }
+
+// Release frees the heads' device buffers.
+func (m *MedusaMethod) Release() { m.heads.Release() }
 
 // Medusa drafts with Medusa heads (FasterDecoding/Medusa): K small heads on the target's last
 // hidden state, head k guessing the token k+1 places after the newest one. The heads read the
@@ -38,9 +65,6 @@ func init() {
 type Medusa struct {
 	heads *model.Medusa
 }
-
-// NewMedusa makes a drafter of heads already on the target's device.
-func NewMedusa(heads *model.Medusa) *Medusa { return &Medusa{heads: heads} }
 
 // Name is "medusa".
 func (m *Medusa) Name() string { return "medusa" }
@@ -60,5 +84,5 @@ func (m *Medusa) Propose(ctx []int, k int) ([]int, []float32, error) {
 // Accept does nothing: the heads keep no state between steps.
 func (m *Medusa) Accept(ctx []int) error { return nil }
 
-// Release frees the heads' device buffers.
-func (m *Medusa) Release() { m.heads.Release() }
+// Release does nothing: the heads belong to the method.
+func (m *Medusa) Release() {}

@@ -21,12 +21,7 @@ func medusaDrafter(t testing.TB, m *model.Model, heads *weights.Medusa, layout s
 	if err := weights.WriteMedusa(dir, heads, layout, weights.F32); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New("medusa", Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir},
-		Env{Vocab: m.Cfg.Vocab, MaxSeq: m.Cfg.MaxSeq, ModelDir: dir, Device: m.Device(), Target: m})
-	if err == nil {
-		t.Cleanup(d.(*Medusa).Release)
-	}
-	return d, err
+	return openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m)
 }
 
 // zeroHeads are Medusa heads with zero weights and biases on the target's LM head: every head
@@ -139,18 +134,17 @@ func TestMedusaErrors(t *testing.T) {
 	if err := weights.WriteSafeTensors(path, keep, nil); err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Vocab: loopCfg.Vocab, Device: m.Device(), Target: m}
-	if _, err := New("medusa", Config{Mode: "medusa", Model: dir}, env); !errors.Is(err, weights.ErrMissingTensor) ||
+	if _, err := openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m); !errors.Is(err, weights.ErrMissingTensor) ||
 		!strings.Contains(err.Error(), "1.0.linear.bias") {
 		t.Errorf("a missing bias: %v", err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New("medusa", Config{Mode: "medusa", Model: dir}, env); err == nil || !strings.Contains(err.Error(), weights.MedusaFileName) {
+	if _, err := openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m); err == nil || !strings.Contains(err.Error(), weights.MedusaFileName) {
 		t.Errorf("no weights file: %v", err)
 	}
-	if _, err := New("medusa", Config{Mode: "medusa", Model: dir}, Env{Vocab: loopCfg.Vocab}); err == nil {
+	if _, err := openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, nil); !errors.Is(err, ErrNeedsTarget) {
 		t.Error("medusa without a target model was accepted")
 	}
 }

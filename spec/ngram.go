@@ -3,11 +3,19 @@ package spec
 import (
 	"fmt"
 	"slices"
+
+	"github.com/wspec/wspec/weights"
 )
 
 func init() {
-	Register("ngram", func(cfg Config, env Env) (Drafter, error) {
-		return NewNgram(cfg.PromptLookupMin, cfg.PromptLookupMax)
+	Register("ngram", func(cfg Config, _ *weights.Config) (Checkpoint, error) {
+		if _, err := NewNgram(cfg.PromptLookupMin, cfg.PromptLookupMax); err != nil {
+			return nil, err
+		}
+		return stateless{name: "ngram", make: func() Drafter {
+			g, _ := NewNgram(cfg.PromptLookupMin, cfg.PromptLookupMax)
+			return g
+		}}, nil
 	})
 }
 
@@ -68,3 +76,6 @@ func (g *Ngram) Propose(ctx []int, k int) ([]int, []float32, error) {
 
 // Accept does nothing: the drafter keeps no state between steps.
 func (g *Ngram) Accept(ctx []int) error { return nil }
+
+// Release does nothing: the drafter holds nothing.
+func (g *Ngram) Release() {}

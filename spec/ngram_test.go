@@ -1,9 +1,12 @@
 package spec
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wspec/wspec/weights"
 )
 
 func TestNgramPropose(t *testing.T) {
@@ -51,14 +54,27 @@ func TestNgramRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDrafter(cfg, Env{Vocab: 100})
+	d, err := openDrafter(t, cfg, nil)
+	if !errors.Is(err, ErrNeedsTarget) {
+		t.Fatalf("no target: %v", err)
+	}
+	ck, err := Open(cfg, &weights.Config{Vocab: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meth, err := ck.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = meth.NewDrafter()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g, ok := d.(*Ngram); !ok || g.Min != 1 || g.Max != 5 || d.Name() != "ngram" {
 		t.Fatalf("got %#v", d)
 	}
-	if _, err := New("nope", cfg, Env{}); err == nil || !strings.Contains(err.Error(), "ngram") {
+	cfg.Mode = "nope"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "ngram") {
 		t.Fatalf("unknown drafter: %v (want an error listing ngram)", err)
 	}
 	if _, err := NewNgram(3, 2); err == nil {
@@ -85,7 +101,7 @@ func TestParseConfig(t *testing.T) {
 		}
 	}
 	bad := []struct{ js, msg string }{
-		{`{"method":"lookahead","num_speculative_tokens":4}`, "ngram, draft_model, medusa, eagle, eagle3"},
+		{`{"method":"lookahead","num_speculative_tokens":4}`, "draft_model, eagle, eagle3, medusa, ngram"},
 		{`{"method":"ngram","num_speculative_tokens":0}`, "1..8"},
 		{`{"method":"ngram","num_speculative_tokens":9}`, "1..8"},
 		{`{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_min":3,"prompt_lookup_max":2}`, "prompt_lookup_min <= prompt_lookup_max"},

@@ -11,7 +11,9 @@
 //   bonus token:     when all drafts are accepted, a sample of p' of the last row.
 // Samples use the Gumbel-max trick with gumbel(seed, seq, pj, i) for token i, so a seeded run
 // is reproducible on any adapter. Temperature <= 0 is exact argmax matching.
-// Output: out[0] = tokens emitted (accepted + 1), out[1..] the tokens.
+// Output: out[0] = tokens emitted (accepted + 1), out[1..] the tokens. When a row holds a
+// NaN or infinite logit nothing is sampled: out[0] = 0, out[1] = 1 (NaN) | 2 (infinity) of
+// the first such row, out[2] = that row (when out has room).
 //!include common.wgsl
 struct Params { vocab: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
@@ -25,6 +27,8 @@ const NEG: f32 = -3.0e38;
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redi: array<u32, WG>;
 var<workgroup> decision: u32;
+var<workgroup> rowkind: atomic<u32>; // check_rows: the kinds of non-finite logits in a row
+var<workgroup> rowflag: u32;
 // Candidate compaction: the top-k (or, for top-p alone, the CAP largest) tokens of a row, in a
 // deterministic order, so that top-p and the draw scan CAP entries instead of the vocabulary.
 const CAP: u32 = 1024u;
@@ -275,11 +279,45 @@ fn draw(pos: u32, j: i32, d: u32) -> u32 {
   return argmax_all(bv, bi);
 }
 
+// nonfinite returns 1 for NaN, 2 for an infinity, 0 for a finite value (from the bits: a
+// compiler may assume floats are finite).
+fn nonfinite(v: f32) -> u32 {
+  let b = bitcast<u32>(v);
+  if ((b & 0x7f800000u) != 0x7f800000u) { return 0u; }
+  return select(2u, 1u, (b & 0x007fffffu) != 0u);
+}
+
+// check_rows returns (kind << 28) | (j + 1) for the first row j holding a non-finite logit,
+// kind being 1 (NaN), 2 (infinity) or 3 (both); 0 when every row is finite.
+fn check_rows(rows: u32) -> u32 {
+  for (var j = 0u; j < rows; j++) {
+    if (lid == 0u) { atomicStore(&rowkind, 0u); }
+    workgroupBarrier();
+    var kind = 0u;
+    for (var i = lid; i < P.vocab; i += WG) { kind |= nonfinite(logits[j * P.vocab + i]); }
+    if (kind != 0u) { atomicOr(&rowkind, kind); }
+    workgroupBarrier();
+    if (lid == 0u) { rowflag = atomicLoad(&rowkind); }
+    let rk = workgroupUniformLoad(&rowflag);
+    if (rk != 0u) { return (rk << 28u) | (j + 1u); }
+  }
+  return 0u;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) l: vec3u) {
   lid = l.x;
   let k = S.n_draft;
   let rows = k + 1u;
+  let b = check_rows(rows);
+  if (b != 0u) {
+    if (lid == 0u) {
+      out[0] = 0u;
+      out[1] = b >> 28u;
+      if (arrayLength(&out) > 2u) { out[2] = (b & 0x0fffffffu) - 1u; }
+    }
+    return;
+  }
   let pos_first = S.pos0 + S.m - rows + 1u;
   var n = 0u;
   for (var j = 0u; j < rows; j++) {

@@ -83,6 +83,15 @@ func Source(name string, wt WeightType) (string, error) {
 	return out.String(), nil
 }
 
+// File returns the text of one embedded .wgsl file as written (no prelude, no includes).
+func File(name string) (string, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return "", fmt.Errorf("wgsl: no file %q", name)
+	}
+	return string(b), nil
+}
+
 func includes(src string) []string {
 	var out []string
 	for _, line := range strings.Split(src, "\n") {

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // runBench measures decode speed on the chosen adapter: plain greedy decode with per-kernel
@@ -18,39 +19,42 @@ func runBench(args []string) error {
 	dtype := fs.String("dtype", "f32", "weight storage: f32 or f16")
 	tokens := fs.Int("tokens", 128, "decode steps to time")
 	prompt := fs.String("prompt", "Once upon a time", "prompt")
-	mode := fs.String("speculative-mode", "", "also time generation with this drafter")
-	k := fs.Int("num-speculative-tokens", 4, "draft tokens per step")
-	draft := fs.String("draft-model", "", "drafter checkpoint folder")
+	sf := addSpecFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	e, err := spec.Load(*modelDir, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar()})
+	if *tokens < 1 {
+		return fmt.Errorf("--tokens %d: want at least 1", *tokens)
+	}
+	sc, err := sf.config()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s, %s weights, on %s\n", e.Dir, *dtype, e.Device.Adapter.Info.Name())
-	ids := e.Tokenizer.Encode(*prompt, e.Tokenizer.AddBOS())
-	b, err := e.Model.BenchDecode(ids, *tokens)
+	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	info := e.Info()
+	fmt.Printf("%s, %s weights, on %s\n", info.Dir, info.DType, info.Adapter)
+	ctx := context.Background()
+	b, err := e.BenchDecode(ctx, *prompt, *tokens)
 	if err != nil {
 		return err
 	}
 	fmt.Println(b)
-	if *mode == "" {
+	if sc == nil {
 		return nil
 	}
-	sc, err := speculativeConfig(*mode, *k, *draft, "")
-	if err != nil {
-		return err
-	}
-	for _, c := range []*spec.Config{nil, sc} {
+	for _, plain := range []bool{true, false} {
 		t0 := time.Now()
-		res, err := e.Generate(*prompt, spec.GenerateOptions{MaxTokens: *tokens, Speculative: c})
+		res, err := e.Generate(ctx, *prompt, engine.GenerateOptions{MaxTokens: *tokens, NoSpeculation: plain})
 		if err != nil {
 			return err
 		}
 		name := "plain"
-		if c != nil {
-			name = fmt.Sprintf("%s k=%d", c.Mode, c.NumSpeculativeTokens)
+		if !plain {
+			name = fmt.Sprintf("%s k=%d", info.Method, info.K)
 		}
 		el := time.Since(t0)
 		fmt.Printf("%-14s %d tokens in %.0f ms: %.1f tok/s", name, len(res.Tokens), float64(el.Milliseconds()), float64(len(res.Tokens))/el.Seconds())

@@ -1,33 +1,82 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/engine"
 )
+
+// specFlags are the speculative decoding flags `generate`, `bench` and `serve` share.
+type specFlags struct {
+	fs    *pflag.FlagSet
+	mode  *string
+	k     *int
+	draft *string
+	json  *string
+}
+
+func addSpecFlags(fs *pflag.FlagSet) *specFlags {
+	return &specFlags{fs: fs,
+		mode:  fs.String("speculative-mode", "", "speculative decoding: "+strings.Join(spec.Names(), ", ")),
+		k:     fs.IntP("num-speculative-tokens", "k", 4, "draft tokens per step (k), with a speculative mode"),
+		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3)"),
+		json:  fs.String("speculative-config", "", `speculation as one JSON object, e.g. '{"method":"ngram","num_speculative_tokens":4}'`),
+	}
+}
+
+// config turns the flags into a speculative config (nil: none). Flags that would be ignored
+// are errors: -k or --draft-model without a mode, and any of them with --speculative-config.
+func (f *specFlags) config() (*spec.Config, error) {
+	set := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			if f.fs.Changed(n) {
+				out = append(out, "--"+n)
+			}
+		}
+		return out
+	}
+	if *f.json != "" {
+		if c := set("speculative-mode", "num-speculative-tokens", "draft-model"); len(c) > 0 {
+			return nil, fmt.Errorf("%s conflicts with --speculative-config (put it in the JSON instead)", strings.Join(c, " and "))
+		}
+		var c spec.Config
+		if err := json.Unmarshal([]byte(*f.json), &c); err != nil {
+			return nil, fmt.Errorf("--speculative-config: %w", err)
+		}
+		return &c, c.Validate()
+	}
+	if *f.mode == "" {
+		if c := set("num-speculative-tokens", "draft-model"); len(c) > 0 {
+			return nil, fmt.Errorf("%s given without --speculative-mode", strings.Join(c, " and "))
+		}
+		return nil, nil
+	}
+	c := spec.Config{Mode: *f.mode, NumSpeculativeTokens: *f.k, Model: *f.draft}
+	return &c, c.Validate()
+}
 
 func runGenerate(args []string) error {
 	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
 	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: .wspec/models/stories15M")
-	maxTokens := fs.Int("max-tokens", 256, "new tokens at most")
+	maxTokens := fs.Int("max-tokens", 256, "new tokens at most (>= 1); generation also stops at the end of the context")
 	temperature := fs.Float32("temperature", 0, "sampling temperature; 0 is greedy")
-	topP := fs.Float32("top-p", 1, "nucleus sampling threshold; 1 is off")
+	topP := fs.Float32("top-p", 1, "nucleus sampling threshold in (0, 1]; 1 is off")
 	topK := fs.Int("top-k", 0, "keep the k most likely tokens; 0 is off")
 	seed := fs.Uint64("seed", 0, "random seed (the same seed and settings give the same text)")
 	adapter := fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see `wspec devices`")
 	dtype := fs.String("dtype", "f32", "weight storage on the device: f32 or f16")
-	mode := fs.String("speculative-mode", "", "speculative decoding: ngram, draft_model, medusa, eagle, eagle3")
-	k := fs.Int("num-speculative-tokens", 4, "draft tokens per step (k)")
-	draft := fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3)")
-	specJSON := fs.String("speculative-config", "", `speculation as one JSON object, e.g. '{"method":"ngram","num_speculative_tokens":4}'`)
+	sf := addSpecFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: wspec generate [flags] PROMPT\n")
-		fs.PrintDefaults()
+		fmt.Fprintf(os.Stderr, "usage: wspec generate [flags] PROMPT\n\nflags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -37,45 +86,48 @@ func runGenerate(args []string) error {
 		return fmt.Errorf("no prompt")
 	}
 	prompt := strings.Join(fs.Args(), " ")
-	sc, err := speculativeConfig(*mode, *k, *draft, *specJSON)
+	sc, err := sf.config()
 	if err != nil {
+		return err
+	}
+	if *maxTokens < 1 {
+		return fmt.Errorf("--max-tokens %d: want at least 1", *maxTokens)
+	}
+	if *topP == 0 {
+		return fmt.Errorf("--top-p 0: want a value in (0, 1] (1 is off)")
+	}
+	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed,
+		OnText: func(s string) { fmt.Print(s) }}
+	if err := opts.Validate(); err != nil { // before the model loads
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))
-	e, err := spec.Load(*modelDir, spec.LoadOptions{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
+	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step\n", e.Dir, e.Device.Adapter.Info.Name(), *dtype, e.Model.Dispatches())
+	defer e.Close()
+	info := e.Info()
+	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step\n", info.Dir, info.Adapter, info.DType, info.Dispatches)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	fmt.Print(prompt)
-	res, err := e.Generate(prompt, spec.GenerateOptions{
-		MaxTokens: *maxTokens, Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed,
-		Speculative: sc, OnText: func(s string) { fmt.Print(s) },
-	})
+	res, err := e.Generate(ctx, prompt, opts)
 	fmt.Println()
 	if err != nil {
 		return err
 	}
 	printStats(res)
+	switch res.Finish {
+	case spec.FinishContextFull:
+		fmt.Fprintf(os.Stderr, "stopped: the output reached the end of the model's context (%d tokens)\n", info.Config.MaxSeq)
+	case spec.FinishCancelled:
+		fmt.Fprintf(os.Stderr, "stopped: interrupted after %d tokens\n", len(res.Tokens))
+	}
 	return nil
 }
 
-func speculativeConfig(mode string, k int, draft, js string) (*spec.Config, error) {
-	if js != "" {
-		var c spec.Config
-		if err := json.Unmarshal([]byte(js), &c); err != nil {
-			return nil, fmt.Errorf("--speculative-config: %w", err)
-		}
-		return &c, c.Validate()
-	}
-	if mode == "" {
-		return nil, nil
-	}
-	c := spec.Config{Mode: mode, NumSpeculativeTokens: k, Model: draft}
-	return &c, c.Validate()
-}
-
-func printStats(r *spec.Result) {
+func printStats(r *engine.Result) {
 	n := len(r.PromptTokens)
 	fmt.Fprintf(os.Stderr, "prefill: %d tokens in %.1f ms (%.1f tok/s)\n", n, ms(r.Prefill), float64(n)/r.Prefill.Seconds())
 	if g := len(r.Tokens) - 1; g > 0 {

@@ -3,8 +3,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
 )
 
 type command struct {
@@ -28,24 +31,32 @@ func usage() {
 	fmt.Fprintf(os.Stderr, "\n`wspec <command> --help` lists a command's flags.\n")
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run runs the command line args (without the program name) and returns the exit status:
+// 0 (also for --help), 1 when the command failed, 2 for a usage error.
+func run(args []string) int {
+	if len(args) < 1 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
+		if len(args) < 1 {
+			return 2
 		}
-		return
+		return 0
 	}
 	for _, c := range commands {
-		if c.name == os.Args[1] {
-			if err := c.run(os.Args[2:]); err != nil {
-				fmt.Fprintf(os.Stderr, "wspec %s: %v\n", c.name, err)
-				os.Exit(1)
+		if c.name == args[0] {
+			err := c.run(args[1:])
+			if errors.Is(err, pflag.ErrHelp) {
+				return 0 // --help: the usage was printed
 			}
-			return
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "wspec %s: %v\n", c.name, err)
+				return 1
+			}
+			return 0
 		}
 	}
-	fmt.Fprintf(os.Stderr, "wspec: unknown command %q\n\n", os.Args[1])
+	fmt.Fprintf(os.Stderr, "wspec: unknown command %q\n\n", args[0])
 	usage()
-	os.Exit(2)
+	return 2
 }

@@ -23,33 +23,48 @@ var ErrEagle = errors.New("EAGLE head does not fit the target")
 //	o = x + W2 swiglu(W13 rmsnorm_post(x))
 //	draft = argmax lm_head(o) (1: the target's, no norm; 3: own, after rmsnorm, via d2t)
 //
-// Sync (after every target step) extends the cache with the rows the target verified:
-// one "catch-up" forward over the new positions, whose last row gives the first draft.
-// Draft then runs the other depths, each fed the previous depth's token and output, in one
-// submit (a Program per depth, tokens chained through argmax_rows on the device), and reads
-// back only the draft ids. The next Sync drops the depths' rows from the cache.
+// The head (weights, programs, activations and a page pool for its KV cache) is shared by
+// sequences; each sequence's state is an EagleSeq. EagleSeq.Sync (after every target step)
+// extends the sequence's cache with the rows the target verified: one "catch-up" forward
+// over the new positions, whose last row gives the first draft. Draft then runs the other
+// depths, each fed the previous depth's token and output, in one submit (a Program per
+// depth, tokens chained through argmax_rows on the device), and reads back only the draft
+// ids. The next Sync drops the depths' rows from the cache. A sequence's Sync and Draft use
+// the shared activations and the target's last step, so they must follow that sequence's
+// target step with no other use of the head or the target in between.
 type Eagle struct {
 	t      *Model
 	d      *runtime.Device
 	kind   string
-	cfg    weights.Config // the head's layer
-	featW  int            // width of the target feature rows (Ht or 3Ht)
-	vOut   int            // logits columns (V or Vd)
-	maxK   int            // most drafts per Draft
-	pool   *runtime.PagePool
-	seq    *runtime.Sequence
+	cfg    weights.Config    // the head's layer
+	featW  int               // width of the target feature rows (Ht or 3Ht)
+	vOut   int               // logits columns (V or Vd)
+	maxK   int               // most drafts per Draft
+	pool   *runtime.PagePool // KV pages of every sequence
 	layer  eagleLayer
 	bufs   eagleBufs
 	catchM *runtime.Program   // catch-up, at most 16 rows (mat-vecs)
 	catchT *runtime.Program   // catch-up, more rows (tiled matmuls)
 	depths []*runtime.Program // depth j+1 (j = 0..maxK-2): one row, argmax into ids[j+1]
+}
 
+// EagleSeq is one sequence's drafting state on an Eagle head: its KV pages and how far its
+// cache has caught up with the target.
+type EagleSeq struct {
+	e         *Eagle
+	seq       *runtime.Sequence
 	base      int   // position of cache row 0 (> 0 when early features were never seen)
 	committed int   // positions < committed are in the cache (from target features)
 	synced    int   // len(ctx) of the last Sync
 	ready     bool  // the catch-up's last row (first draft, its output) is on the device
 	cache     []int // drafts already read back for the synced context
 }
+
+// NewSeq starts a sequence with an empty cache.
+func (e *Eagle) NewSeq() *EagleSeq { return &EagleSeq{e: e, seq: e.pool.NewSequence()} }
+
+// Release returns the sequence's KV pages.
+func (s *EagleSeq) Release() { s.seq.Release() }
 
 type eagleLayer struct {
 	embed, fcE, fcF, fc, qkv, wo, w13, w2, lmHead *runtime.Linear
@@ -85,8 +100,8 @@ func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 		return nil, fmt.Errorf("%w: head_dim %d (the attention kernel handles at most 256)", ErrEagle, c.HeadDim)
 	}
 	ps := t.Opts.PageSize
-	e.pool = runtime.NewPagePool((t.Cfg.MaxSeq+e.maxK+ps-1)/ps+1, ps)
-	e.seq = e.pool.NewSequence()
+	e.pool = runtime.NewPagePool(2*((t.Cfg.MaxSeq+e.maxK+ps-1)/ps+1), ps) // two sequences' worth, as the target's default
+
 	if err := e.upload(w); err != nil {
 		return nil, err
 	}
@@ -204,9 +219,11 @@ func (e *Eagle) allocate() error {
 	return err
 }
 
-// Release frees the head's cache pages and device buffers.
+// Release frees the head's device buffers (its sequences must be released first).
 func (e *Eagle) Release() {
-	e.seq.Release()
+	if e.bufs.tok == nil {
+		return
+	}
 	b, ly := &e.bufs, &e.layer
 	for _, buf := range []*webgpu.Buffer{b.tok, b.fin, b.e, b.u, b.x, b.qkv, b.att, b.h, b.logits, b.ids,
 		b.pageTable, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {

@@ -20,40 +20,41 @@ import (
 // then restarts at the step's first position (its RoPE positions counted from there, which
 // leaves attention scores unchanged). The drafts are guesses either way; the target's
 // verification keeps the output exact.
-func (e *Eagle) Sync(ctx []int) error {
+func (s *EagleSeq) Sync(ctx []int) error {
+	e := s.e
 	N := len(ctx)
 	if N == 0 {
 		return fmt.Errorf("%w: empty context", ErrBadInput)
 	}
-	e.ready, e.cache, e.synced = false, nil, N
-	keep := max(0, min(e.committed, N-1)-e.base)
-	e.seq.Truncate(keep)
-	e.committed = e.base + keep
+	s.ready, s.cache, s.synced = false, nil, N
+	keep := max(0, min(s.committed, N-1)-s.base)
+	s.seq.Truncate(keep)
+	s.committed = s.base + keep
 	pos0, rows := e.t.LastStep()
 	end := min(N-1, pos0+rows) // positions < end have a feature and a known next token
-	if end <= e.committed {
+	if end <= s.committed {
 		return nil
 	}
-	if e.committed < pos0 { // a gap: restart the cache at the first position with a feature
+	if s.committed < pos0 { // a gap: restart the cache at the first position with a feature
 		if end <= pos0 {
 			return nil
 		}
-		e.seq.Truncate(0)
-		e.base, e.committed = pos0, pos0
+		s.seq.Truncate(0)
+		s.base, s.committed = pos0, pos0
 	}
-	m := end - e.committed
+	m := end - s.committed
 	if m > e.t.Opts.PrefillChunk {
 		return fmt.Errorf("runtime: eagle catch-up of %d rows exceeds the chunk of %d", m, e.t.Opts.PrefillChunk)
 	}
 	toks := make([]uint32, m)
-	for i, t := range ctx[e.committed+1 : end+1] {
+	for i, t := range ctx[s.committed+1 : end+1] {
 		if t < 0 || t >= e.t.Cfg.Vocab {
 			return fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, e.t.Cfg.Vocab)
 		}
 		toks[i] = uint32(t)
 	}
-	local := e.committed - e.base
-	if err := e.reserve(local + m); err != nil {
+	local := s.committed - s.base
+	if err := s.reserve(local + m); err != nil {
 		return err
 	}
 	b := &e.bufs
@@ -64,7 +65,7 @@ func (e *Eagle) Sync(ctx []int) error {
 	}
 	rowBytes := uint64(4 * e.featW)
 	enc := e.d.NewEncoder()
-	enc.Copy(src, uint64(e.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
+	enc.Copy(src, uint64(s.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
 	prog := e.catchM
 	if m > 16 {
 		prog = e.catchT
@@ -75,19 +76,20 @@ func (e *Eagle) Sync(ctx []int) error {
 	if err := enc.Submit(); err != nil {
 		return err
 	}
-	e.seq.Commit(local + m)
-	e.committed = end
-	e.ready = end == N-1
+	s.seq.Commit(local + m)
+	s.committed = end
+	s.ready = end == N-1
 	return nil
 }
 
 // reserve grows the cache to n rows and writes the page table.
-func (e *Eagle) reserve(n int) error {
-	if _, err := e.seq.Reserve(n); err != nil {
+func (s *EagleSeq) reserve(n int) error {
+	e := s.e
+	if _, err := s.seq.Reserve(n); err != nil {
 		return err
 	}
-	pages := make([]uint32, len(e.seq.Pages()))
-	for i, p := range e.seq.Pages() {
+	pages := make([]uint32, len(s.seq.Pages()))
+	for i, p := range s.seq.Pages() {
 		pages[i] = uint32(p)
 	}
 	e.bufs.pageTable.Write(0, runtime.U32Bytes(pages))
@@ -99,22 +101,23 @@ func (e *Eagle) reserve(n int) error {
 // It Syncs first when ctx is not the context of the last Sync; it returns no drafts when
 // the head has not seen the features of the last position (nothing to draft from). Calling
 // it again for the same context returns the same drafts.
-func (e *Eagle) Draft(ctx []int, k int) ([]int, error) {
-	if len(ctx) != e.synced {
-		if err := e.Sync(ctx); err != nil {
+func (s *EagleSeq) Draft(ctx []int, k int) ([]int, error) {
+	e := s.e
+	if len(ctx) != s.synced {
+		if err := s.Sync(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if e.cache != nil {
-		return e.cache[:min(k, len(e.cache))], nil
+	if s.cache != nil {
+		return s.cache[:min(k, len(s.cache))], nil
 	}
 	k = min(k, e.maxK)
-	if !e.ready || k <= 0 {
+	if !s.ready || k <= 0 {
 		return nil, nil
 	}
-	local := e.committed - e.base
+	local := s.committed - s.base
 	if k > 1 {
-		if err := e.reserve(local + k - 1); err != nil {
+		if err := s.reserve(local + k - 1); err != nil {
 			return nil, err
 		}
 	}
@@ -130,8 +133,8 @@ func (e *Eagle) Draft(ctx []int, k int) ([]int, error) {
 	if err := enc.Submit(); err != nil {
 		return nil, err
 	}
-	e.seq.Commit(local + k - 1)
-	e.ready = false
+	s.seq.Commit(local + k - 1)
+	s.ready = false
 	raw := make([]byte, 4*k)
 	if err := b.staging.Read(0, raw); err != nil {
 		return nil, err
@@ -143,9 +146,9 @@ func (e *Eagle) Draft(ctx []int, k int) ([]int, error) {
 			return nil, fmt.Errorf("runtime: eagle drafted id %d outside the vocabulary of %d", drafts[i], e.t.Cfg.Vocab)
 		}
 	}
-	e.cache = drafts
+	s.cache = drafts
 	return drafts, nil
 }
 
 // CacheLen is the number of rows in the head's KV cache and the position of row 0.
-func (e *Eagle) CacheLen() (rows, base int) { return e.seq.Len(), e.base }
+func (s *EagleSeq) CacheLen() (rows, base int) { return s.seq.Len(), s.base }

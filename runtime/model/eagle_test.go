@@ -73,7 +73,9 @@ func TestEagleMatchesReference(t *testing.T) {
 	}
 }
 
-func checkEagleRounds(t *testing.T, m *Model, h *Eagle, tw *weights.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
+func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
+	h := head.NewSeq()
+	defer h.Release()
 	rng := rand.New(rand.NewSource(seed))
 	featW := eagleTarget.Dim * max(1, len(aux))
 	seq := m.Pool.NewSequence()

@@ -105,6 +105,9 @@ type Sampling struct {
 // rejected drafts. Only the emitted token ids come back to the host.
 func (m *Model) Forward(seq *runtime.Sequence, tokens []int, nDraft int, q []float32, s Sampling) ([]int, error) {
 	c, o := m.Cfg, m.Opts
+	if m.embed == nil {
+		return nil, fmt.Errorf("model: %w (the model was released)", runtime.ErrClosed)
+	}
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ErrBadInput)
 	}
@@ -157,17 +160,28 @@ func (m *Model) Forward(seq *runtime.Sequence, tokens []int, nDraft int, q []flo
 			return nil, err
 		}
 	}
-	raw := make([]byte, 4*(nDraft+2))
+	raw := make([]byte, 4*max(nDraft+2, 3))
 	if err := m.staging.Read(0, raw); err != nil {
+		seq.Truncate(before)
 		return nil, err
 	}
-	n := int(binary.LittleEndian.Uint32(raw))
-	if n < 1 || n > nDraft+1 {
+	word := func(i int) uint32 { return binary.LittleEndian.Uint32(raw[4*i:]) }
+	n := int(word(0))
+	if n == 0 { // the sampler found a NaN or an infinity in logits row word(2)
+		seq.Truncate(before)
+		kind := map[uint32]string{1: "NaN", 2: "infinite", 3: "NaN and infinite"}[word(1)]
+		return nil, fmt.Errorf("%w: the model produced %s logits at position %d", ErrNonFinite, kind, before+len(ids)-nDraft-1+int(word(2)))
+	}
+	if n > nDraft+1 {
 		return nil, fmt.Errorf("runtime: sampler emitted %d tokens for %d drafts", n, nDraft)
 	}
 	out := make([]int, n)
 	for i := range out {
-		out[i] = int(binary.LittleEndian.Uint32(raw[4*(i+1):]))
+		out[i] = int(word(i + 1))
+		if out[i] >= c.Vocab {
+			seq.Truncate(before)
+			return nil, fmt.Errorf("runtime: sampler emitted token id %d outside the vocabulary of %d", out[i], c.Vocab)
+		}
 	}
 	return out, nil
 }

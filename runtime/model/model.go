@@ -43,6 +43,10 @@ func (o *Options) defaults(cfg *weights.Config) {
 // ErrBadInput is wrapped by errors about a step's tokens or options.
 var ErrBadInput = errors.New("bad input")
 
+// ErrNonFinite is wrapped by the error of a step whose logits hold a NaN or an infinity
+// (broken weights, or an overflow): nothing is sampled from them.
+var ErrNonFinite = errors.New("non-finite logits")
+
 type deviceLayer struct {
 	attnNorm, ffnNorm *webgpu.Buffer  // [dim] f32
 	qkv               *runtime.Linear // [(n_heads + 2 n_kv) * hd, dim]: wq, wk, wv stacked

@@ -43,6 +43,11 @@ func sampleCases() []testCase {
 	}
 	big := ref.SamplingParams{Temperature: 1, TopK: 2000, TopP: 0.95}
 	add(paramsName(big), "V=4097", func(c *checker) { stochasticRun(c, 4097, big) })
+	for _, V := range []int{7, 4097} {
+		for _, sp := range []ref.SamplingParams{{}, {Temperature: 1, TopK: 5, TopP: 0.9}} {
+			add("nonfinite "+paramsName(sp), fmt.Sprintf("V=%d n_draft=2", V), func(c *checker) { nonfiniteRun(c, V, sp) })
+		}
+	}
 	modes := []ref.SamplingParams{{}, {Temperature: 0.8, TopP: 1}, {Temperature: 1, TopK: 5, TopP: 0.9}}
 	for _, sp := range modes {
 		for _, hasQ := range []bool{false, true} {
@@ -109,6 +114,19 @@ func (s *sampler) seed(i int) uint64 { return s.seedBase + uint64(i)*0x9E3779B97
 
 // trial runs the dispatch once for seed i and compares out with want = [n, tokens...].
 func (s *sampler) trial(i int, drafts []int, want []int) {
+	w := make([]uint32, s.rows+1)
+	for j := range w {
+		w[j] = PoisonU32
+	}
+	w[0] = uint32(len(want))
+	for j, t := range want {
+		w[1+j] = uint32(t)
+	}
+	s.trialOut(i, drafts, w)
+}
+
+// trialOut runs the dispatch once for seed i and compares the whole out buffer with w.
+func (s *sampler) trialOut(i int, drafts []int, w []uint32) {
 	c := s.c
 	s.step.SeedLo, s.step.SeedHi = uint32(s.seed(i)), uint32(s.seed(i)>>32)
 	if len(drafts) > 0 {
@@ -125,11 +143,6 @@ func (s *sampler) trial(i int, drafts []int, want []int) {
 	s.out.Write(0, runtime.U32Bytes(poison))
 	c.must(s.prog.Run(&s.step))
 	got := c.readU32(s.out, s.rows+1)
-	w := slices.Clone(poison)
-	w[0] = uint32(len(want))
-	for j, t := range want {
-		w[1+j] = uint32(t)
-	}
 	s.trials++
 	c.res.checked++
 	if slices.Equal(got, w) {
@@ -276,4 +289,41 @@ func drawFrom(c *checker, q []float32) int {
 		}
 	}
 	return len(q) - 1
+}
+
+// nonfiniteRun puts a NaN, an infinity or both in one of three logits rows (two drafts) and
+// expects nothing sampled: out = [0, kind, row] (kind 1 NaN, 2 infinity, 3 both), the rest
+// untouched; finite logits as large as 3e38 sample as usual.
+func nonfiniteRun(c *checker, V int, p ref.SamplingParams) {
+	logits := c.randomLogits(3*V, 2)
+	s := newSampler(c, logits, V, 2, nil, 1)
+	s.setParams(p)
+	s.step.NDraft, s.step.M = 2, 3
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	for i, tc := range []struct {
+		row  int
+		vals []float32
+		kind int
+	}{{0, []float32{nan}, 1}, {1, []float32{inf}, 2}, {2, []float32{nan, inf}, 3}, {1, []float32{-inf}, 2}} {
+		l := slices.Clone(logits)
+		for _, v := range tc.vals {
+			l[tc.row*V+c.rng.Intn(V)] = v
+		}
+		if tc.row < 2 {
+			l[2*V+c.rng.Intn(V)] = nan // a later row must not be reported
+		}
+		s.logits.Write(0, runtime.F32Bytes(l))
+		s.trialOut(i, []int{0, 0}, []uint32{0, uint32(tc.kind), uint32(tc.row), PoisonU32})
+	}
+	big := slices.Clone(logits)
+	big[c.rng.Intn(3*V)] = 3e38
+	s.logits.Write(0, runtime.F32Bytes(big))
+	s.step.Temperature = 0
+	want, _ := ref.RejectionSample(big, []int{0, 0}, nil, ref.SamplingParams{}, 0, 0, 0)
+	w := []uint32{uint32(len(want)), PoisonU32, PoisonU32, PoisonU32}
+	for j, t := range want {
+		w[1+j] = uint32(t)
+	}
+	s.trialOut(9, []int{0, 0}, w)
+	s.finish()
 }

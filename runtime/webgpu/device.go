@@ -147,3 +147,11 @@ func (d *Device) Release() {
 // thread-safe without implicit synchronisation).
 func (d *Device) Lock()   { d.mu.Lock() }
 func (d *Device) Unlock() { d.mu.Unlock() }
+
+// ProcessEvents lets the library run its deferred work: callbacks, and freeing the memory of
+// destroyed buffers whose last use has completed.
+func (d *Device) ProcessEvents() {
+	if d != nil && d.h != nil {
+		C.w_wgpuInstanceProcessEvents(d.in.h)
+	}
+}

@@ -1,10 +1,11 @@
-package spec
+package engine
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -12,13 +13,10 @@ import (
 // weights: no trained heads exist for this model) load through the engine and leave greedy
 // output token-identical to plain greedy, for k = 1 and k = 8.
 func TestStories15MHeadsGreedy(t *testing.T) {
-	e := storiesEngine(t)
-	c := *e.Config
+	e := stories(t, nil)
+	c := e.Info().Config
 	const prompt, n = "Lily and Tom went to the park. They", 24
-	plain, err := e.Generate(prompt, GenerateOptions{MaxTokens: n})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := generate(t, e, prompt, GenerateOptions{MaxTokens: n})
 	medusaDir := t.TempDir()
 	if err := weights.WriteMedusa(medusaDir, ref.RandomMedusa(4, 1, c.Dim, c.Vocab, 3), weights.MedusaV1, weights.F16); err != nil {
 		t.Fatal(err)
@@ -33,15 +31,9 @@ func TestStories15MHeadsGreedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sc := range []struct{ mode, dir string }{{"medusa", medusaDir}, {"eagle", eagleDir}, {"eagle3", eagle3Dir}} {
+		e := stories(t, &spec.Config{Mode: sc.mode, NumSpeculativeTokens: 8, Model: sc.dir})
 		for _, k := range []int{1, 8} {
-			cfg := Config{Mode: sc.mode, NumSpeculativeTokens: k, Model: sc.dir}
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			res, err := e.Generate(prompt, GenerateOptions{MaxTokens: n, Speculative: &cfg})
-			if err != nil {
-				t.Fatalf("%s k=%d: %v", sc.mode, k, err)
-			}
+			res := generate(t, e, prompt, GenerateOptions{MaxTokens: n, NumSpeculativeTokens: k})
 			if !slices.Equal(res.Tokens, plain.Tokens) {
 				t.Fatalf("%s k=%d: %q\nplain: %q", sc.mode, k, res.Text, plain.Text)
 			}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Flags a user can get wrong are refused before any model loads (none is needed here), with
+// a message naming the flag; --help is not an error.
+func TestGenerateFlags(t *testing.T) {
+	if code := run([]string{"generate", "--help"}); code != 0 {
+		t.Fatalf("generate --help exited %d", code)
+	}
+	if code := run([]string{"--help"}); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-k", "3", "hi"}, "without --speculative-mode"},
+		{[]string{"--num-speculative-tokens", "3", "hi"}, "without --speculative-mode"},
+		{[]string{"--draft-model", "/x", "hi"}, "without --speculative-mode"},
+		{[]string{"--speculative-config", `{"method":"ngram","num_speculative_tokens":2}`, "--speculative-mode", "ngram", "hi"}, "conflicts with --speculative-config"},
+		{[]string{"--speculative-config", `{"method":"ngram","num_speculative_tokens":2}`, "-k", "5", "hi"}, "conflicts with --speculative-config"},
+		{[]string{"--speculative-config", `{"method":"ngram","num_speculative_tokens":2}`, "--draft-model", "/x", "hi"}, "conflicts with --speculative-config"},
+		{[]string{"--speculative-config", `{"method":"ngram","nope":1}`, "hi"}, "unknown field"},
+		{[]string{"--speculative-mode", "ngram", "-k", "0", "hi"}, "num_speculative_tokens 0"},
+		{[]string{"--speculative-mode", "ngram", "-k", "9", "hi"}, "num_speculative_tokens 9"},
+		{[]string{"--speculative-mode", "telepathy", "hi"}, "unknown method"},
+		{[]string{"--max-tokens", "0", "hi"}, "--max-tokens 0"},
+		{[]string{"--max-tokens", "-3", "hi"}, "--max-tokens -3"},
+		{[]string{"--temperature", "-1", "hi"}, "temperature"},
+		{[]string{"--temperature", "NaN", "hi"}, "temperature"},
+		{[]string{"--temperature", "+Inf", "hi"}, "temperature"},
+		{[]string{"--top-p", "0", "hi"}, "--top-p 0"},
+		{[]string{"--top-p", "1.5", "hi"}, "top_p"},
+		{[]string{"--top-p", "-0.5", "hi"}, "top_p"},
+		{[]string{"--top-k", "-2", "hi"}, "top_k"},
+		{[]string{}, "no prompt"},
+	}
+	for _, tc := range bad {
+		err := runGenerate(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("generate %q: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package webgpu
+
+// TrimHeap does nothing where the C heap has no malloc_trim.
+func TrimHeap() {}

@@ -1,0 +1,267 @@
+// Package engine is wspec's entry point: a model loaded on a device with its tokenizer and,
+// optionally, a speculative decoding method, and Generate. The CLI and the server stand on it.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// DefaultModel is the folder, under .wspec/models, of the model used when none is named.
+const DefaultModel = "stories15M"
+
+// Errors of the engine's contract; the concrete errors wrap them.
+var (
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("engine closed")
+	// ErrInvalid is wrapped by errors about a request's options (out of range, NaN, ...).
+	ErrInvalid = errors.New("invalid request")
+	// ErrPromptTooLong is returned when a prompt leaves no room in the context.
+	ErrPromptTooLong = errors.New("prompt longer than the context")
+)
+
+// DefaultModelDir finds .wspec/models/stories15M walking up from the working directory and
+// from the executable's directory (setup.sh puts it there).
+func DefaultModelDir() (string, error) {
+	if p, ok := findUp(filepath.Join(".wspec", "models", DefaultModel), "config.json"); ok {
+		return p, nil
+	}
+	return "", fmt.Errorf("default model not found (.wspec/models/%s); run ./setup.sh, or name a model folder with --model", DefaultModel)
+}
+
+// findUp returns the first folder rel (holding the file probe) found walking up from the
+// working directory and from the executable's directory.
+func findUp(rel, probe string) (string, bool) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, dir := range starts {
+		for {
+			p := filepath.Join(dir, rel)
+			if _, err := os.Stat(filepath.Join(p, probe)); err == nil {
+				return p, true
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", false
+}
+
+// Options choose the adapter, the weight type and the speculative method.
+type Options struct {
+	Adapter string // "" (first), an index, a backend or an adapter type
+	DType   string // "f32" (default) or "f16"
+	// Speculative, when set, is the speculative method every generation uses by default (a
+	// generation may turn it off or draft fewer tokens). Its checkpoint is read and checked
+	// against the model's config.json before the model's weights are read.
+	Speculative *spec.Config
+	// Progress, when set, is told how many bytes of weights have been read of how many.
+	Progress weights.Progress
+	// Device, when set, is the device to load on (Adapter is then ignored); it is shared,
+	// not owned: Close leaves it open. Another engine on it must not generate concurrently.
+	Device *runtime.Device
+}
+
+// Engine is a model on a device with its tokenizer and optional speculative method.
+//
+// Contract:
+//   - It is safe for concurrent use. Generations share the device one at a time: a
+//     Generate waits (honouring its context) while another holds the device, so concurrent
+//     callers get exactly the output each would get alone. (The serving scheduler batches
+//     sequences into shared steps instead.)
+//   - Generate's context cancels within one model step; the sequence's KV pages are freed
+//     and the tokens so far come back with FinishCancelled.
+//   - Close cancels running generations, waits for them, and frees the drafter, the model
+//     and the device. Every call after Close returns an error wrapping ErrClosed.
+type Engine struct {
+	dir    string
+	dtype  string
+	cfg    weights.Config
+	tok    *weights.Tokenizer
+	dev    *runtime.Device
+	ownDev bool // Close closes dev
+	target *model.Model
+	method spec.Method // nil: no speculation
+	k      int         // the method's draft tokens per step
+
+	lock   chan struct{}      // held (one value in it) by the generation using the device
+	done   context.Context    // cancelled by Close
+	cancel context.CancelFunc // cancels done
+	closed bool               // set under lock
+}
+
+// Load reads a Hugging Face model folder (config.json, safetensors, tokenizer.json) and
+// uploads it to the chosen adapter. An empty dir is the default model.
+func Load(dir string, o Options) (*Engine, error) {
+	if dir == "" {
+		d, err := DefaultModelDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("model folder %s not found (want a Hugging Face folder: config.json, model.safetensors, tokenizer.json)", dir)
+	}
+	var wt wgsl.WeightType
+	switch o.DType {
+	case "", "f32":
+		o.DType, wt = "f32", wgsl.F32
+	case "f16":
+		wt = wgsl.F16
+	default:
+		return nil, fmt.Errorf("%w: unknown dtype %q (want f32 or f16)", ErrInvalid, o.DType)
+	}
+	cfg, err := weights.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg, lock: make(chan struct{}, 1)}
+	var ck spec.Checkpoint
+	if o.Speculative != nil {
+		sc := *o.Speculative
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if ck, err = spec.Open(sc, cfg); err != nil {
+			return nil, err
+		}
+		e.k = sc.NumSpeculativeTokens
+	}
+	if e.tok, err = weights.LoadTokenizer(dir); err != nil {
+		return nil, err
+	}
+	host, err := weights.LoadLlama(dir, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if e.tok.VocabSize() > host.Cfg.Vocab {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", dir, e.tok.VocabSize(), host.Cfg.Vocab)
+	}
+	if e.dev, e.ownDev = o.Device, o.Device == nil; e.ownDev {
+		if e.dev, err = runtime.OpenDevice(runtime.AdapterChoice(o.Adapter)); err != nil {
+			return nil, err
+		}
+	}
+	var aux []int
+	if ck != nil {
+		aux = ck.AuxLayers()
+	}
+	if e.target, err = model.New(e.dev, host, model.Options{Weights: wt, AuxLayers: aux}); err != nil {
+		e.release()
+		return nil, err
+	}
+	if ck != nil {
+		if e.method, err = ck.Load(e.target); err != nil {
+			e.release()
+			return nil, err
+		}
+	}
+	e.done, e.cancel = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// release frees what the engine holds on the device (for Load's failures and Close).
+func (e *Engine) release() {
+	if e.method != nil {
+		e.method.Release()
+		e.method = nil
+	}
+	if e.target != nil {
+		e.target.Release()
+		e.target = nil
+	}
+	if e.ownDev {
+		e.dev.Close()
+	} else {
+		e.dev.Reclaim() // the device stays: free the released buffers' memory now
+	}
+	e.dev = nil
+}
+
+// Close cancels the running generations, waits for them and frees the speculative method,
+// the model and the device. Closing twice is harmless.
+func (e *Engine) Close() error {
+	e.cancel()
+	e.lock <- struct{}{}
+	defer func() { <-e.lock }()
+	if !e.closed {
+		e.closed = true
+		e.release()
+	}
+	return nil
+}
+
+// acquire takes the device for one caller, waiting while another holds it, until ctx is
+// done or the engine closes.
+func (e *Engine) acquire(ctx context.Context) error {
+	select {
+	case e.lock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done.Done():
+		return ErrClosed
+	}
+	if e.closed {
+		<-e.lock
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *Engine) releaseLock() { <-e.lock }
+
+// Info describes a loaded engine.
+type Info struct {
+	Dir        string // the model folder
+	Adapter    string // the adapter's name
+	DType      string // f32 or f16
+	Dispatches int    // dispatches of one decode step
+	Method     string // the speculative method, "" for none
+	K          int    // its draft tokens per step
+	Config     weights.Config
+}
+
+// Info describes the engine (it is not an error to ask after Close).
+func (e *Engine) Info() Info {
+	i := Info{Dir: e.dir, DType: e.dtype, K: e.k, Config: e.cfg}
+	if e.method != nil {
+		i.Method = e.method.Name()
+	}
+	if e.dev != nil {
+		i.Adapter = e.dev.Adapter.Info.Name()
+	}
+	if e.target != nil {
+		i.Dispatches = e.target.Dispatches()
+	}
+	return i
+}
+
+// Tokenizer is the model's tokenizer.
+func (e *Engine) Tokenizer() *weights.Tokenizer { return e.tok }
+
+// BenchDecode times n greedy decode steps after prompt (see model.BenchDecode).
+func (e *Engine) BenchDecode(ctx context.Context, prompt string, n int) (model.DecodeBench, error) {
+	if err := e.acquire(ctx); err != nil {
+		return model.DecodeBench{}, err
+	}
+	defer e.releaseLock()
+	return e.target.BenchDecode(e.tok.Encode(prompt, e.tok.AddBOS()), n)
+}
