@@ -13,6 +13,10 @@ var (
 	ErrDType = errors.New("weights: unsupported dtype")
 	// ErrMissingTensor: a tensor name that the checkpoint does not hold.
 	ErrMissingTensor = errors.New("weights: missing tensor")
+	// ErrUnusedTensor: checkpoint tensors that the architecture does not read
+	// (config.json declares fewer layers, or no biases, where the file holds
+	// them): loading would silently drop them.
+	ErrUnusedTensor = errors.New("weights: unused tensor")
 	// ErrShape: a tensor whose shape (or byte size) is not the expected one.
 	ErrShape = errors.New("weights: wrong tensor shape")
 	// ErrBadConfig: a config.json (or Config) with missing or invalid fields.
