@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -125,6 +126,7 @@ type medusaNames struct {
 	bias  map[[2]int]string // (k, j) -> bias name
 	out   map[int]string    // k -> output layer name
 	outJ  map[int]int       // k -> j of a FasterDecoding output layer ({k}.{j}.weight)
+	all   []string          // every name above
 	vllm  bool
 }
 
@@ -159,7 +161,10 @@ func scanMedusaNames(names []string) (*medusaNames, error) {
 		} else if g := vllmOutRE.FindStringSubmatch(s); g != nil {
 			n.vllm = true
 			n.out[atoi(g[1])] = full
+		} else {
+			continue
 		}
+		n.all = append(n.all, full)
 	}
 	switch {
 	case fd && n.vllm:
@@ -170,12 +175,46 @@ func scanMedusaNames(names []string) (*medusaNames, error) {
 	return n, nil
 }
 
-// readMedusa reads the heads from src; cfgR is config.json's layer count (0: none).
+// recordingSource is a tensorSource that remembers which tensors were read.
+type recordingSource struct {
+	tensorSource
+	read map[string]bool
+}
+
+func (r recordingSource) Tensor(name string) (Tensor, error) {
+	r.read[name] = true
+	return r.tensorSource.Tensor(name)
+}
+
+// readMedusa reads the heads from src; cfgR is config.json's layer count (0: none). A
+// Medusa tensor that no head reads (a bias or output layer of a head without blocks, a
+// bias of a block without a weight) is ErrUnusedTensor.
 func readMedusa(src tensorSource, cfgR int) (*Medusa, error) {
 	n, err := scanMedusaNames(src.Names())
 	if err != nil {
 		return nil, err
 	}
+	rec := recordingSource{src, map[string]bool{}}
+	m, err := readMedusaHeads(rec, n, cfgR)
+	if err != nil {
+		return nil, err
+	}
+	var unused []string
+	for _, name := range n.all {
+		if !rec.read[name] {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		return nil, fmt.Errorf("%w: %s that %d heads of %d blocks do not read: %s",
+			ErrUnusedTensor, countTensors(len(unused)), m.Heads(), m.Layers, listNames(unused))
+	}
+	return m, nil
+}
+
+// readMedusaHeads reads the heads of the tensors n names.
+func readMedusaHeads(src tensorSource, n *medusaNames, cfgR int) (*Medusa, error) {
 	K, Rb := 0, 0 // heads, and blocks per head as the names tell
 	for kj := range n.block {
 		K, Rb = max(K, kj[0]+1), max(Rb, kj[1]+1)
