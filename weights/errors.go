@@ -26,6 +26,9 @@ var (
 	// ErrUnsupported: a feature of a known format that is not implemented
 	// (a rope_scaling type other than llama3, a Unigram tokenizer, ...).
 	ErrUnsupported = errors.New("weights: unsupported feature")
+	// ErrFolderExists: an output folder that already holds files (a model or
+	// anything else), which a writer replaces only when told to.
+	ErrFolderExists = errors.New("weights: output folder is not empty")
 	// ErrBadTokenizer: a tokenizer.json or tokenizer_config.json that is malformed.
 	ErrBadTokenizer = errors.New("weights: bad tokenizer")
 )
