@@ -81,6 +81,12 @@ func badTokenizer(t *testing.T, good string) string {
 		t.Fatal(err)
 	}
 	tok.Pieces[261] = tok.Pieces[260]
+	return writeTokenizerBin(t, tok)
+}
+
+// writeTokenizerBin writes tok as a tokenizer.bin and returns its path.
+func writeTokenizerBin(t *testing.T, tok *Tokenizer) string {
+	t.Helper()
 	var b bytes.Buffer
 	binary.Write(&b, binary.LittleEndian, int32(tok.MaxTokenLength))
 	for i, p := range tok.Pieces {

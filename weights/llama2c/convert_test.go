@@ -207,7 +207,7 @@ func writeTinyModel(t *testing.T, untied bool) (string, string, ModelConfig) {
 	os.WriteFile(model, b.Bytes(), 0o644)
 
 	b.Reset()
-	binary.Write(&b, binary.LittleEndian, int32(4))
+	binary.Write(&b, binary.LittleEndian, int32(6)) // max_token_length: "\n</s>\n"
 	piece := func(score float32, s string) {
 		binary.Write(&b, binary.LittleEndian, score)
 		binary.Write(&b, binary.LittleEndian, int32(len(s)))
