@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,7 +77,7 @@ func LoadMedusa(dir string) (*Medusa, error) {
 		}
 		for _, v := range []*int{c.MedusaNumLayers, c.NumHiddenLayers} {
 			if v != nil {
-				if *v < 1 || *v > 64 {
+				if *v < 1 || *v > maxMedusaIndex {
 					return nil, fmt.Errorf("%w: %s: %d Medusa layers", ErrBadConfig, dir, *v)
 				}
 				cfgR = *v
@@ -130,7 +131,17 @@ type medusaNames struct {
 	vllm  bool
 }
 
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+// maxMedusaIndex bounds the heads and the blocks per head (and so every index in a name).
+const maxMedusaIndex = 64
+
+// atoi reads an index of a tensor name; one past the int range reads as too large.
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return math.MaxInt32
+	}
+	return n
+}
 
 // scanMedusaNames classifies names (after dropping a medusa_head. or medusa_heads. prefix);
 // names of other tensors (a base model saved alongside) are ignored.
@@ -219,7 +230,7 @@ func readMedusaHeads(src tensorSource, n *medusaNames, cfgR int) (*Medusa, error
 	for kj := range n.block {
 		K, Rb = max(K, kj[0]+1), max(Rb, kj[1]+1)
 	}
-	if K > 64 || Rb > 64 {
+	if K > maxMedusaIndex || Rb > maxMedusaIndex {
 		return nil, fmt.Errorf("%w: Medusa head or block index too large (%d heads, %d blocks)", ErrMalformed, K, Rb)
 	}
 	m := &Medusa{Layout: MedusaVLLM}
@@ -243,6 +254,9 @@ func readMedusaHeads(src tensorSource, n *medusaNames, cfgR int) (*Medusa, error
 	}
 	if R < Rb {
 		return nil, fmt.Errorf("%w: block %d present but heads have %d blocks", ErrMalformed, Rb-1, R)
+	}
+	if R > maxMedusaIndex {
+		return nil, fmt.Errorf("%w: Medusa output layer index too large (%d blocks per head)", ErrMalformed, R)
 	}
 	m.Layers = R
 	// A converter that drops repeated tensors leaves only block 0 of each head when all blocks

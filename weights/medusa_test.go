@@ -195,3 +195,28 @@ func TestMedusaRefusesUnused(t *testing.T) {
 		}
 	}
 }
+
+// Indices in tensor names are bounded like the head and block counts: an output
+// layer {k}.{R}.weight with a huge R over shared blocks asked for R copies of
+// block 0 (5 million here; 2^31 crashed the process), and an index past the
+// int range read as 0, passing for head 0.
+func TestMedusaIndexBounds(t *testing.T) {
+	f32 := func(name string, shape ...int) Tensor {
+		n, _ := numElements(shape)
+		return F32Tensor(name, shape, make([]float32, n))
+	}
+	cases := map[string][]Tensor{
+		"output layer index": append(fdTensors(2, 1, 8, 0, "", "", ""), f32("0.5000000.weight", 10, 8), f32("1.5000000.weight", 10, 8)),
+		"index past int":     {f32("99999999999999999999.0.linear.weight", 8, 8), f32("99999999999999999999.0.linear.bias", 8)},
+	}
+	for name, ts := range cases {
+		m, err := LoadMedusa(writeRaw(t, "", ts, MedusaFileName))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "too large") {
+			layers := 0
+			if m != nil {
+				layers = m.Layers
+			}
+			t.Errorf("%s: got %v (%d blocks per head), want ErrMalformed: index too large", name, err, layers)
+		}
+	}
+}
