@@ -74,6 +74,8 @@ if [ "${WSPEC_SKIP_MODEL:-0}" != 1 ]; then
   if [ -s "$hf/model.safetensors" ] && [ -s "$hf/tokenizer.json" ] && [ "$hf/model.safetensors" -nt "$raw/model.bin" ]; then
     echo "setup: stories15M converted ($hf)"
   else
-    (cd "$here" && go run ./cmd/wspec convert --from llama2c "$raw/model.bin" "$raw/tokenizer.bin" --out "$hf")
+    # Missing, partial or older than model.bin: rebuild it. --force lets convert
+    # replace a partial or stale folder; it swaps the new one in only when complete.
+    (cd "$here" && go run ./cmd/wspec convert --from llama2c "$raw/model.bin" "$raw/tokenizer.bin" --out "$hf" --force)
   fi
 fi

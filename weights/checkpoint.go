@@ -55,7 +55,8 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 }
 
 // openSharded opens every shard the index names and checks that each listed
-// tensor is in its shard.
+// tensor is in its shard and that each shard holds only the tensors the index
+// places there.
 func openSharded(dir, idx string) (*Checkpoint, error) {
 	b, err := os.ReadFile(idx)
 	if err != nil {
@@ -95,6 +96,16 @@ func openSharded(dir, idx string) (*Checkpoint, error) {
 		c.names = append(c.names, name)
 	}
 	sort.Strings(c.names)
+	// A tensor the index does not place in its shard would be silently unseen.
+	for _, st := range c.files {
+		for _, name := range st.names {
+			if c.where[name] != st {
+				c.Close()
+				return nil, fmt.Errorf("%s: %w: shard %s holds %q, which the index does not place there",
+					idx, ErrMalformed, filepath.Base(st.path), name)
+			}
+		}
+	}
 	return c, nil
 }
 

@@ -39,6 +39,8 @@ type configJSON struct {
 	RMSNormEps        *float64        `json:"rms_norm_eps"`
 	TieWordEmbeddings *bool           `json:"tie_word_embeddings"`
 	AttentionBias     *bool           `json:"attention_bias"`
+	MLPBias           *bool           `json:"mlp_bias"`
+	Quantization      json.RawMessage `json:"quantization_config"`
 	HiddenAct         *string         `json:"hidden_act"`
 	SlidingWindow     *int            `json:"sliding_window"`
 	UseSlidingWindow  *bool           `json:"use_sliding_window"`
@@ -70,8 +72,9 @@ var knownArchs = map[string]archDefaults{
 // A sliding window (mistral, or qwen2 with use_sliding_window) caps MaxSeq at
 // the window, so that full causal attention stays exact.
 //
-// An unknown model_type gives ErrUnknownArch; a rope_scaling other than llama3
-// gives ErrUnsupported; missing or invalid sizes give ErrBadConfig.
+// An unknown model_type gives ErrUnknownArch; a rope_scaling other than llama3,
+// mlp_bias or a quantization_config gives ErrUnsupported; missing or invalid
+// sizes give ErrBadConfig.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, ConfigFileName)
 	b, err := os.ReadFile(path)
@@ -108,6 +111,17 @@ func parseConfig(b []byte) (*Config, error) {
 	}
 	if j.HiddenAct != nil && *j.HiddenAct != "silu" {
 		return nil, fmt.Errorf("%w: hidden_act %q (only silu)", ErrUnsupported, *j.HiddenAct)
+	}
+	if j.MLPBias != nil && *j.MLPBias {
+		return nil, fmt.Errorf("%w: mlp_bias (MLP projections with biases)", ErrUnsupported)
+	}
+	if q := bytes.TrimSpace(j.Quantization); len(q) > 0 && string(q) != "null" {
+		var qc struct {
+			Method string `json:"quant_method"`
+		}
+		json.Unmarshal(q, &qc) // the method only names the scheme in the error
+		return nil, fmt.Errorf("%w: quantization_config %q (quantized checkpoints; only F32, F16 and BF16 weights)",
+			ErrUnsupported, qc.Method)
 	}
 	c := &Config{Arch: j.ModelType, RopeTheta: 10000, MaxSeq: defs.maxPos, RMSEps: defs.rmsEps, BOS: -1}
 	required := []struct {
@@ -318,8 +332,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: rms_norm_eps %v must be in (0, 1)", ErrBadConfig, c.RMSEps)
 	}
 	if s := c.RopeScaling; s != nil {
-		if !(s.Factor > 0) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPos <= 0 {
-			return fmt.Errorf("%w: llama3 rope_scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %+v", ErrBadConfig, *s)
+		if !(s.Factor >= 1) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPos <= 0 {
+			return fmt.Errorf("%w: llama3 rope_scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %+v", ErrBadConfig, *s)
 		}
 	}
 	if c.BOS < -1 || c.BOS >= c.Vocab {

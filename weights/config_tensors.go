@@ -2,7 +2,10 @@ package weights
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Hugging Face Llama tensor names outside the layers.
@@ -74,8 +77,16 @@ func (c *Config) ExpectedTensors() []TensorSpec {
 }
 
 // CheckTensors checks that ck holds every tensor of ExpectedTensors with the
-// right shape and a float dtype (F32, F16 or BF16). It reports the first
-// problem: ErrMissingTensor, ErrShape or ErrDType, naming the tensor.
+// right shape and a float dtype (F32, F16 or BF16), and nothing else the
+// forward pass would skip. It reports the first problem: ErrMissingTensor,
+// ErrShape or ErrDType naming the tensor, or ErrUnusedTensor naming the
+// tensors the config does not read (a config.json that declares fewer layers
+// than the file holds, no biases where the file has them, ...).
+//
+// Two kinds of tensor may be present and are ignored: lm_head.weight when
+// tie_word_embeddings is true (Hugging Face sometimes saves it; the embedding
+// is used), and the rotary_emb.inv_freq buffers of old Hugging Face
+// checkpoints (RoPE frequencies are computed from rope_theta).
 func (c *Config) CheckTensors(ck *Checkpoint) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -92,5 +103,80 @@ func (c *Config) CheckTensors(ck *Checkpoint) error {
 			return fmt.Errorf("%w: %q is %s, want F32, F16 or BF16", ErrDType, spec.Name, t.DType)
 		}
 	}
-	return nil
+	return c.checkUnused(ck)
+}
+
+// layerIndexRE picks the layer index out of a per-layer tensor name.
+var layerIndexRE = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
+
+// checkUnused refuses tensors of ck that ExpectedTensors does not list and
+// that are not ignorable (see CheckTensors).
+func (c *Config) checkUnused(ck *Checkpoint) error {
+	want := make(map[string]bool)
+	for _, spec := range c.ExpectedTensors() {
+		want[spec.Name] = true
+	}
+	var unused []string
+	maxLayer := -1
+	for _, name := range ck.Names() {
+		if want[name] || c.ignorable(name) {
+			continue
+		}
+		unused = append(unused, name)
+		if m := layerIndexRE.FindStringSubmatch(name); m != nil {
+			if i, err := strconv.Atoi(m[1]); err == nil {
+				maxLayer = max(maxLayer, i)
+			}
+		}
+	}
+	if len(unused) == 0 {
+		return nil
+	}
+	hint := ""
+	if maxLayer >= c.NLayers {
+		hint = fmt.Sprintf(" (the file has layers 0..%d, num_hidden_layers is %d)", maxLayer, c.NLayers)
+	}
+	return fmt.Errorf("%w: checkpoint %s holds %s that config.json does not use%s: %s",
+		ErrUnusedTensor, ck.Dir(), countTensors(len(unused)), hint, listNames(unused))
+}
+
+// ignorable reports whether a tensor outside ExpectedTensors may be present.
+func (c *Config) ignorable(name string) bool {
+	if name == LMHeadTensorName {
+		return c.TieEmbed
+	}
+	if name == "model.rotary_emb.inv_freq" {
+		return true
+	}
+	rest, ok := strings.CutSuffix(name, ".self_attn.rotary_emb.inv_freq")
+	if !ok {
+		return false
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(rest, "model.layers."))
+	return err == nil && strings.HasPrefix(rest, "model.layers.") && i >= 0 && i < c.NLayers
+}
+
+// countTensors is "1 tensor" or "N tensors".
+func countTensors(n int) string {
+	if n == 1 {
+		return "1 tensor"
+	}
+	return fmt.Sprintf("%d tensors", n)
+}
+
+// listNames quotes the first few names, then says how many more there are:
+// "a", "b", "c", "d", "e" and 7 more.
+func listNames(names []string) string {
+	const shown = 5
+	var b strings.Builder
+	for i, n := range names[:min(len(names), shown)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", n)
+	}
+	if len(names) > shown {
+		fmt.Fprintf(&b, " and %d more", len(names)-shown)
+	}
+	return b.String()
 }

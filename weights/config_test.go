@@ -107,6 +107,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"eos out of vocab", `{"model_type":"llama",` + base + `,"eos_token_id":[2,100]}`, "", ErrBadConfig, "eos_token_id"},
 		{"eos a string", `{"model_type":"llama",` + base + `,"eos_token_id":"</s>"}`, "", ErrBadConfig, "eos_token_id"},
 		{"bad JSON", `{"model_type":`, "", ErrBadConfig, ""},
+		// Checkpoints whose tensors this engine would misread: refused where the
+		// config says so, before any tensor is opened.
+		{"mlp bias", `{"model_type":"llama",` + base + `,"mlp_bias":true}`, "", ErrUnsupported, "mlp_bias"},
+		{"quantized", `{"model_type":"llama",` + base + `,"quantization_config":{"quant_method":"gptq","bits":4}}`, "", ErrUnsupported, "gptq"},
+		{"quantized, no method", `{"model_type":"qwen2",` + base + `,"quantization_config":{}}`, "", ErrUnsupported, "quantization_config"},
+		// Hugging Face refuses a llama3 factor below 1 (it would raise the frequencies).
+		{"llama3 factor below 1", `{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"llama3","factor":0.5,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":64}}`, "", ErrBadConfig, "factor"},
 		{"bad generation config", `{"model_type":"llama",` + base + `}`, `{"eos_token_id":{}}`, ErrBadConfig, "eos_token_id"},
 	}
 	for _, c := range cases {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // ErrBadEagle is wrapped by errors about an EAGLE or EAGLE-3 drafter checkpoint whose
@@ -141,7 +142,8 @@ func auxLayers(ids []int, targetLayers int) ([]int, error) {
 // LoadEagle reads an EAGLE head of kind (EagleKind1 or EagleKind3) from dir: config.json
 // and model.safetensors (or shards). Tensor names may carry a "model." prefix (vLLM's
 // spelling); EAGLE-3's "midlayer." may also be spelt "layers.0.". F32, F16 and BF16 are
-// read; d2t must be I64 (or I32); t2d is ignored.
+// read; d2t must be I64 (or I32); t2d is ignored. A tensor the head does not read is
+// ErrUnusedTensor (see checkUnused).
 func LoadEagle(dir, kind string) (*Eagle, error) {
 	ec, err := LoadEagleConfig(dir)
 	if err != nil {
@@ -159,10 +161,12 @@ func LoadEagle(dir, kind string) (*Eagle, error) {
 	return e, nil
 }
 
-// eagleReader reads tensors under either spelling, checking shapes.
+// eagleReader reads tensors under either spelling, checking shapes, and
+// records which tensors it read.
 type eagleReader struct {
 	ck    *Checkpoint
 	first error
+	used  map[string]bool
 }
 
 func (r *eagleReader) name(n string) (string, bool) {
@@ -186,6 +190,7 @@ func (r *eagleReader) get(n string, optional bool, shape ...int) []float32 {
 		}
 		return nil
 	}
+	r.used[full] = true
 	t, err := r.ck.Tensor(full)
 	if err == nil && !slices.Equal(t.Shape, shape) {
 		err = fmt.Errorf("%w: %q is %v, want %v", ErrShape, full, t.Shape, shape)
@@ -204,7 +209,7 @@ func EagleFrom(ec *EagleConfig, ck *Checkpoint, kind string) (*Eagle, error) {
 	H, I, V := c.Dim, c.HiddenDim, c.Vocab
 	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
 	e := &Eagle{Kind: kind, Cfg: c, TargetHidden: H, DraftVocab: V}
-	r := &eagleReader{ck: ck}
+	r := &eagleReader{ck: ck, used: map[string]bool{}}
 	e.Embed = r.get("embed_tokens.weight", true, V, H)
 	var pre string
 	in := H
@@ -257,7 +262,31 @@ func EagleFrom(ec *EagleConfig, ck *Checkpoint, kind string) (*Eagle, error) {
 			return nil, err
 		}
 	}
+	if err := r.checkUnused(kind); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// checkUnused refuses the tensors the head did not read: a second layer (EAGLE heads
+// have one), an fc.bias when config.json says "bias": false, an EAGLE-3 fc.weight when
+// 3*target_hidden_size == hidden_size (the features are then used as they are), a
+// tensor under both spellings. t2d (EAGLE-3's reverse of d2t) and the rotary_emb.inv_freq
+// buffers of old Hugging Face checkpoints are ignored.
+func (r *eagleReader) checkUnused(kind string) error {
+	var unused []string
+	for _, n := range r.ck.Names() {
+		base := strings.TrimPrefix(n, "model.")
+		if r.used[n] || base == "t2d" || strings.HasSuffix(n, ".rotary_emb.inv_freq") {
+			continue
+		}
+		unused = append(unused, n)
+	}
+	if len(unused) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s that an %s head with this config.json (one layer) does not read: %s",
+		ErrUnusedTensor, countTensors(len(unused)), kind, listNames(unused))
 }
 
 // readD2T reads d2t [vd] (I64 or I32) and checks that every draft id maps into 0..v-1. A
@@ -270,6 +299,7 @@ func readD2T(r *eagleReader, vd, v int) ([]int64, error) {
 		}
 		return nil, nil
 	}
+	r.used[full] = true
 	t, err := r.ck.Tensor(full)
 	if err != nil {
 		return nil, err

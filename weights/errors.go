@@ -13,6 +13,10 @@ var (
 	ErrDType = errors.New("weights: unsupported dtype")
 	// ErrMissingTensor: a tensor name that the checkpoint does not hold.
 	ErrMissingTensor = errors.New("weights: missing tensor")
+	// ErrUnusedTensor: checkpoint tensors that the architecture does not read
+	// (config.json declares fewer layers, or no biases, where the file holds
+	// them): loading would silently drop them.
+	ErrUnusedTensor = errors.New("weights: unused tensor")
 	// ErrShape: a tensor whose shape (or byte size) is not the expected one.
 	ErrShape = errors.New("weights: wrong tensor shape")
 	// ErrBadConfig: a config.json (or Config) with missing or invalid fields.
@@ -22,6 +26,9 @@ var (
 	// ErrUnsupported: a feature of a known format that is not implemented
 	// (a rope_scaling type other than llama3, a Unigram tokenizer, ...).
 	ErrUnsupported = errors.New("weights: unsupported feature")
+	// ErrFolderExists: an output folder that already holds files (a model or
+	// anything else), which a writer replaces only when told to.
+	ErrFolderExists = errors.New("weights: output folder is not empty")
 	// ErrBadTokenizer: a tokenizer.json or tokenizer_config.json that is malformed.
 	ErrBadTokenizer = errors.New("weights: bad tokenizer")
 )

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -75,7 +77,7 @@ func LoadMedusa(dir string) (*Medusa, error) {
 		}
 		for _, v := range []*int{c.MedusaNumLayers, c.NumHiddenLayers} {
 			if v != nil {
-				if *v < 1 || *v > 64 {
+				if *v < 1 || *v > maxMedusaIndex {
 					return nil, fmt.Errorf("%w: %s: %d Medusa layers", ErrBadConfig, dir, *v)
 				}
 				cfgR = *v
@@ -125,10 +127,21 @@ type medusaNames struct {
 	bias  map[[2]int]string // (k, j) -> bias name
 	out   map[int]string    // k -> output layer name
 	outJ  map[int]int       // k -> j of a FasterDecoding output layer ({k}.{j}.weight)
+	all   []string          // every name above
 	vllm  bool
 }
 
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+// maxMedusaIndex bounds the heads and the blocks per head (and so every index in a name).
+const maxMedusaIndex = 64
+
+// atoi reads an index of a tensor name; one past the int range reads as too large.
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return math.MaxInt32
+	}
+	return n
+}
 
 // scanMedusaNames classifies names (after dropping a medusa_head. or medusa_heads. prefix);
 // names of other tensors (a base model saved alongside) are ignored.
@@ -159,7 +172,10 @@ func scanMedusaNames(names []string) (*medusaNames, error) {
 		} else if g := vllmOutRE.FindStringSubmatch(s); g != nil {
 			n.vllm = true
 			n.out[atoi(g[1])] = full
+		} else {
+			continue
 		}
+		n.all = append(n.all, full)
 	}
 	switch {
 	case fd && n.vllm:
@@ -170,17 +186,51 @@ func scanMedusaNames(names []string) (*medusaNames, error) {
 	return n, nil
 }
 
-// readMedusa reads the heads from src; cfgR is config.json's layer count (0: none).
+// recordingSource is a tensorSource that remembers which tensors were read.
+type recordingSource struct {
+	tensorSource
+	read map[string]bool
+}
+
+func (r recordingSource) Tensor(name string) (Tensor, error) {
+	r.read[name] = true
+	return r.tensorSource.Tensor(name)
+}
+
+// readMedusa reads the heads from src; cfgR is config.json's layer count (0: none). A
+// Medusa tensor that no head reads (a bias or output layer of a head without blocks, a
+// bias of a block without a weight) is ErrUnusedTensor.
 func readMedusa(src tensorSource, cfgR int) (*Medusa, error) {
 	n, err := scanMedusaNames(src.Names())
 	if err != nil {
 		return nil, err
 	}
+	rec := recordingSource{src, map[string]bool{}}
+	m, err := readMedusaHeads(rec, n, cfgR)
+	if err != nil {
+		return nil, err
+	}
+	var unused []string
+	for _, name := range n.all {
+		if !rec.read[name] {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		return nil, fmt.Errorf("%w: %s that %d heads of %d blocks do not read: %s",
+			ErrUnusedTensor, countTensors(len(unused)), m.Heads(), m.Layers, listNames(unused))
+	}
+	return m, nil
+}
+
+// readMedusaHeads reads the heads of the tensors n names.
+func readMedusaHeads(src tensorSource, n *medusaNames, cfgR int) (*Medusa, error) {
 	K, Rb := 0, 0 // heads, and blocks per head as the names tell
 	for kj := range n.block {
 		K, Rb = max(K, kj[0]+1), max(Rb, kj[1]+1)
 	}
-	if K > 64 || Rb > 64 {
+	if K > maxMedusaIndex || Rb > maxMedusaIndex {
 		return nil, fmt.Errorf("%w: Medusa head or block index too large (%d heads, %d blocks)", ErrMalformed, K, Rb)
 	}
 	m := &Medusa{Layout: MedusaVLLM}
@@ -204,6 +254,9 @@ func readMedusa(src tensorSource, cfgR int) (*Medusa, error) {
 	}
 	if R < Rb {
 		return nil, fmt.Errorf("%w: block %d present but heads have %d blocks", ErrMalformed, Rb-1, R)
+	}
+	if R > maxMedusaIndex {
+		return nil, fmt.Errorf("%w: Medusa output layer index too large (%d blocks per head)", ErrMalformed, R)
 	}
 	m.Layers = R
 	// A converter that drops repeated tensors leaves only block 0 of each head when all blocks

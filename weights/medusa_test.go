@@ -158,3 +158,65 @@ func TestMedusaMalformed(t *testing.T) {
 		t.Errorf("unknown layout written: %v", err)
 	}
 }
+
+// Medusa tensors that no head reads (a bias or output layer of a head that
+// has no blocks, a bias of a block that has no weight) are refused, named.
+// Other tensors (a base model saved alongside) are still ignored.
+func TestMedusaRefusesUnused(t *testing.T) {
+	f32 := func(name string, shape ...int) Tensor {
+		n, _ := numElements(shape)
+		return F32Tensor(name, shape, make([]float32, n))
+	}
+	vllm := func(K int) []Tensor {
+		var ts []Tensor
+		for k := range K {
+			ts = append(ts, f32(fmt.Sprintf("blocks.%d.layers.0.weight", k), 8, 8), f32(fmt.Sprintf("lm_heads.%d.weight", k), 10, 8))
+		}
+		return ts
+	}
+	cases := []struct {
+		name string
+		ts   []Tensor
+		want string // "" when accepted
+	}{
+		{"vLLM output layer of a missing head", append(vllm(2), f32("lm_heads.2.weight", 10, 8)), "lm_heads.2.weight"},
+		{"vLLM bias of a missing block", append(vllm(2), f32("blocks.1.layers.1.bias", 8)), "blocks.1.layers.1.bias"},
+		{"bias of a missing head", append(fdTensors(2, 1, 8, 10, "", "", ""), f32("2.0.linear.bias", 8)), "2.0.linear.bias"},
+		{"bias of a missing shared block", append(fdTensors(2, 1, 8, 0, "", "", ""), f32("0.1.linear.bias", 8)), "0.1.linear.bias"},
+		{"base model alongside", append(vllm(2), f32("model.norm.weight", 8)), ""},
+	}
+	for _, c := range cases {
+		_, err := LoadMedusa(writeRaw(t, "", c.ts, MedusaFileName))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.want != "" && (!errors.Is(err, ErrUnusedTensor) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want ErrUnusedTensor naming %s", c.name, err, c.want)
+		}
+	}
+}
+
+// Indices in tensor names are bounded like the head and block counts: an output
+// layer {k}.{R}.weight with a huge R over shared blocks asked for R copies of
+// block 0 (5 million here; 2^31 crashed the process), and an index past the
+// int range read as 0, passing for head 0.
+func TestMedusaIndexBounds(t *testing.T) {
+	f32 := func(name string, shape ...int) Tensor {
+		n, _ := numElements(shape)
+		return F32Tensor(name, shape, make([]float32, n))
+	}
+	cases := map[string][]Tensor{
+		"output layer index": append(fdTensors(2, 1, 8, 0, "", "", ""), f32("0.5000000.weight", 10, 8), f32("1.5000000.weight", 10, 8)),
+		"index past int":     {f32("99999999999999999999.0.linear.weight", 8, 8), f32("99999999999999999999.0.linear.bias", 8)},
+	}
+	for name, ts := range cases {
+		m, err := LoadMedusa(writeRaw(t, "", ts, MedusaFileName))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "too large") {
+			layers := 0
+			if m != nil {
+				layers = m.Layers
+			}
+			t.Errorf("%s: got %v (%d blocks per head), want ErrMalformed: index too large", name, err, layers)
+		}
+	}
+}

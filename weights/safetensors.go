@@ -5,20 +5,16 @@ package weights
 // tensor (dtype, shape, data_offsets into the data section that follows), then
 // the data. Everything in the header is validated before any of it is used.
 // A "*.safetensors.zst" file is the same thing compressed with zstd; it is
-// decompressed fully into memory (github.com/klauspost/compress/zstd).
+// decompressed into memory, header first (safetensors_zstd.go).
 
 import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // MaxHeaderSize is the largest safetensors JSON header accepted (100 MiB, the
@@ -54,20 +50,12 @@ type SafeTensors struct {
 }
 
 // Open opens a safetensors file, memory-mapped read-only, or a
-// "*.safetensors.zst" file, decompressed into memory. The header is validated
-// completely: a malformed file gives an error wrapping ErrMalformed or ErrDType.
+// "*.safetensors.zst" file, decompressed into memory (see readZstd). The header
+// is validated completely: a malformed file gives an error wrapping
+// ErrMalformed or ErrDType.
 func Open(path string) (*SafeTensors, error) {
 	if strings.HasSuffix(path, ".zst") {
-		b, err := readZstd(path)
-		if err != nil {
-			return nil, err
-		}
-		st, err := parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		st.path = path
-		return st, nil
+		return readZstd(path)
 	}
 	b, release, err := mapFile(path)
 	if err != nil {
@@ -80,25 +68,6 @@ func Open(path string) (*SafeTensors, error) {
 	}
 	st.path, st.release = path, release
 	return st, nil
-}
-
-// readZstd decompresses a whole zstd file into memory.
-func readZstd(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dec, err := zstd.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: zstd: %v", path, ErrMalformed, err)
-	}
-	defer dec.Close()
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, dec); err != nil {
-		return nil, fmt.Errorf("%s: %w: zstd: %v", path, ErrMalformed, err)
-	}
-	return buf.Bytes(), nil
 }
 
 // headerEntry is the JSON of one tensor in the header. Pointers tell a missing
@@ -122,8 +91,17 @@ func parse(b []byte) (*SafeTensors, error) {
 	if n > uint64(len(b)-8) {
 		return nil, fmt.Errorf("%w: header length %d runs past the end of the %d-byte file", ErrMalformed, n, len(b))
 	}
-	hdr := b[8 : 8+n]
-	data := b[8+n:]
+	st, err := parseHeader(b[8:8+n], len(b)-8-int(n))
+	if err != nil {
+		return nil, err
+	}
+	st.data = b[8+n:]
+	return st, nil
+}
+
+// parseHeader validates the JSON header hdr against a data section of dataLen
+// bytes and returns a SafeTensors without its data.
+func parseHeader(hdr []byte, dataLen int) (*SafeTensors, error) {
 	trimmed := bytes.TrimLeft(hdr, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("%w: header is not a JSON object", ErrMalformed)
@@ -132,7 +110,7 @@ func parse(b []byte) (*SafeTensors, error) {
 	if err := json.Unmarshal(hdr, &raw); err != nil {
 		return nil, fmt.Errorf("%w: header JSON: %v", ErrMalformed, err)
 	}
-	st := &SafeTensors{data: data, tensors: make(map[string]tensorInfo, len(raw))}
+	st := &SafeTensors{tensors: make(map[string]tensorInfo, len(raw))}
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &st.metadata); err != nil {
@@ -140,7 +118,7 @@ func parse(b []byte) (*SafeTensors, error) {
 			}
 			continue
 		}
-		info, err := parseEntry(msg, len(data))
+		info, err := parseEntry(msg, dataLen)
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", name, err)
 		}

@@ -281,7 +281,16 @@ func FuzzSafeTensorsHeader(f *testing.F) {
 	f.Add(rawFile(`{"__metadata__":null}`, nil))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, '{'})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The streaming reader (of .zst files) accepts a subset of what parse
+		// accepts (no bytes after the last tensor), with the same tensors.
 		st, err := parse(b)
+		if sst, serr := readStream(bytes.NewReader(b)); serr != nil {
+			if !errors.Is(serr, ErrMalformed) && !errors.Is(serr, ErrDType) {
+				t.Fatalf("readStream error wraps no sentinel: %v", serr)
+			}
+		} else if err != nil || !slices.Equal(sst.Names(), st.Names()) {
+			t.Fatalf("readStream accepts what parse refuses (%v), or reads other tensors", err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrDType) {
 				t.Fatalf("error wraps no sentinel: %v", err)

@@ -1,13 +1,13 @@
 package llama2c
 
 import (
-	"os"
+	"path/filepath"
 
 	"github.com/wspec/wspec/weights"
 )
 
-// Convert writes the Hugging Face model folder outDir (created if needed) from
-// a llama2.c model.bin and tokenizer.bin:
+// Convert writes the Hugging Face model folder outDir from a llama2.c
+// model.bin and tokenizer.bin:
 //
 //   - model.safetensors: F32 tensors under Hugging Face Llama names; no
 //     lm_head.weight when the classifier is shared (tie_word_embeddings).
@@ -17,11 +17,16 @@ import (
 //     by emitting BOS, and llama2.c stops there.
 //   - tokenizer.json and tokenizer_config.json: see WriteTokenizer.
 //
+// The folder is written whole or not at all (weights.WriteFolder): an outDir
+// that exists and is not empty is refused with weights.ErrFolderExists unless
+// force is set, and then replaced only once the new folder is complete; a
+// conversion that fails leaves outDir as it was.
+//
 // RoPE layout: llama2.c rotates adjacent pairs (x[2i], x[2i+1]) of each head,
 // Hugging Face Llama rotates halves (x[i], x[i+hd/2]). Convert therefore
 // permutes the rows of wq and wk within each head so that the Hugging Face
 // rotation computes the same attention scores: see PermuteRoPERows.
-func Convert(modelBin, tokenizerBin, outDir string) error {
+func Convert(modelBin, tokenizerBin, outDir string, force bool) error {
 	mc, sec, err := readSections(modelBin)
 	if err != nil {
 		return err
@@ -30,21 +35,20 @@ func Convert(modelBin, tokenizerBin, outDir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
 	cfg := Config(mc)
-	if err := weights.WriteSafeTensors(outDir+"/"+weights.SingleFileName, tensors(mc, cfg, sec),
-		map[string]string{"format": "pt", "source": "llama2.c"}); err != nil {
-		return err
-	}
-	if err := weights.WriteConfig(outDir, cfg); err != nil {
-		return err
-	}
-	if err := weights.WriteGenerationConfig(outDir, BOS, []int{BOS, EOS}); err != nil {
-		return err
-	}
-	return WriteTokenizer(outDir, tok)
+	return weights.WriteFolder(outDir, force, func(dir string) error {
+		if err := weights.WriteSafeTensors(filepath.Join(dir, weights.SingleFileName), tensors(mc, cfg, sec),
+			map[string]string{"format": "pt", "source": "llama2.c"}); err != nil {
+			return err
+		}
+		if err := weights.WriteConfig(dir, cfg); err != nil {
+			return err
+		}
+		if err := weights.WriteGenerationConfig(dir, BOS, []int{BOS, EOS}); err != nil {
+			return err
+		}
+		return WriteTokenizer(dir, tok)
+	})
 }
 
 // Token ids of llama2.c's (Llama-2's) special tokens.

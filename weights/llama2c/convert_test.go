@@ -88,7 +88,7 @@ func llama2cEncode(tok *Tokenizer, text string) []int {
 func TestConvertStories15M(t *testing.T) {
 	modelBin, tokBin := realFiles(t)
 	out := t.TempDir()
-	if err := Convert(modelBin, tokBin, out); err != nil {
+	if err := Convert(modelBin, tokBin, out, false); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := weights.LoadConfig(out)
@@ -207,7 +207,7 @@ func writeTinyModel(t *testing.T, untied bool) (string, string, ModelConfig) {
 	os.WriteFile(model, b.Bytes(), 0o644)
 
 	b.Reset()
-	binary.Write(&b, binary.LittleEndian, int32(4))
+	binary.Write(&b, binary.LittleEndian, int32(6)) // max_token_length: "\n</s>\n"
 	piece := func(score float32, s string) {
 		binary.Write(&b, binary.LittleEndian, score)
 		binary.Write(&b, binary.LittleEndian, int32(len(s)))
@@ -237,7 +237,7 @@ func TestConvertTinyUntiedGQA(t *testing.T) {
 		t.Fatalf("ReadModelConfig = %+v, %v", got, err)
 	}
 	out := filepath.Join(t.TempDir(), "hf")
-	if err := Convert(model, tokBin, out); err != nil {
+	if err := Convert(model, tokBin, out, false); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := weights.LoadConfig(out)
@@ -282,18 +282,18 @@ func TestConvertErrors(t *testing.T) {
 	dir := t.TempDir()
 	short := filepath.Join(dir, "short.bin")
 	os.WriteFile(short, b[:len(b)-4], 0o644)
-	if err := Convert(short, tokBin, t.TempDir()); !errors.Is(err, ErrFormat) {
+	if err := Convert(short, tokBin, t.TempDir(), false); !errors.Is(err, ErrFormat) {
 		t.Errorf("truncated model.bin: %v", err)
 	}
 	badHdr := append([]byte(nil), b...)
 	binary.LittleEndian.PutUint32(badHdr[12:], 3) // n_heads 3 does not divide dim 8
 	os.WriteFile(short, badHdr, 0o644)
-	if err := Convert(short, tokBin, t.TempDir()); !errors.Is(err, ErrFormat) {
+	if err := Convert(short, tokBin, t.TempDir(), false); !errors.Is(err, ErrFormat) {
 		t.Errorf("bad header: %v", err)
 	}
 	tb, _ := os.ReadFile(tokBin)
 	os.WriteFile(short, tb[:len(tb)-1], 0o644)
-	if err := Convert(model, short, t.TempDir()); !errors.Is(err, ErrFormat) {
+	if err := Convert(model, short, t.TempDir(), false); !errors.Is(err, ErrFormat) {
 		t.Errorf("truncated tokenizer.bin: %v", err)
 	}
 	if _, err := ParseModelConfig([]byte{1, 2}); !errors.Is(err, ErrFormat) {

@@ -23,8 +23,13 @@ type Tokenizer struct {
 // Llama-2's byte-fallback tokens are ids FirstByteToken..FirstByteToken+255.
 const FirstByteToken = 3
 
+// MaxTokenLength bounds a tokenizer.bin's max_token_length. Real vocabularies
+// stay far below it; deriving merges costs the square of a piece's length.
+const MaxTokenLength = 1 << 10
+
 // ParseTokenizer reads tokenizer.bin bytes holding vocab entries: int32
-// max_token_length, then per id float32 score, int32 length, the bytes.
+// max_token_length (1..MaxTokenLength), then per id float32 score, int32
+// length (at most max_token_length, as llama2.c relies on), the bytes.
 func ParseTokenizer(b []byte, vocab int) (*Tokenizer, error) {
 	if vocab <= 0 {
 		return nil, fmt.Errorf("%w: vocabulary size %d", ErrFormat, vocab)
@@ -33,6 +38,9 @@ func ParseTokenizer(b []byte, vocab int) (*Tokenizer, error) {
 		return nil, fmt.Errorf("%w: tokenizer.bin is %d bytes", ErrFormat, len(b))
 	}
 	t := &Tokenizer{MaxTokenLength: int(int32(binary.LittleEndian.Uint32(b)))}
+	if t.MaxTokenLength < 1 || t.MaxTokenLength > MaxTokenLength {
+		return nil, fmt.Errorf("%w: tokenizer.bin max_token_length %d, want 1..%d", ErrFormat, t.MaxTokenLength, MaxTokenLength)
+	}
 	off := 4
 	for id := 0; id < vocab; id++ {
 		if len(b)-off < 8 {
@@ -43,6 +51,9 @@ func ParseTokenizer(b []byte, vocab int) (*Tokenizer, error) {
 		off += 8
 		if n < 0 || n > len(b)-off {
 			return nil, fmt.Errorf("%w: token %d has length %d, beyond the end of tokenizer.bin", ErrFormat, id, n)
+		}
+		if n > t.MaxTokenLength {
+			return nil, fmt.Errorf("%w: token %d is %d bytes, longer than the file's max_token_length %d", ErrFormat, id, n, t.MaxTokenLength)
 		}
 		t.Pieces = append(t.Pieces, b[off:off+n:off+n])
 		t.Scores = append(t.Scores, score)
