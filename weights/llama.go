@@ -54,8 +54,8 @@ func LlamaFrom(cfg *Config, ck *Checkpoint, progress Progress) (*LlamaWeights, e
 		return nil, err
 	}
 	var total, done int64
-	for _, name := range ck.Names() {
-		if t, err := ck.Tensor(name); err == nil {
+	for _, spec := range cfg.ExpectedTensors() { // what is read (a tied copy of the LM head is not)
+		if t, err := ck.Tensor(spec.Name); err == nil {
 			total += int64(len(t.Data))
 		}
 	}
