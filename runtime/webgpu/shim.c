@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-// The loader and the lock are the only OS-specific parts: LoadLibraryW/GetProcAddress and an
+// The loader and the lock are the only OS-specific parts: LoadLibraryExW/GetProcAddress and an
 // SRW lock on Windows, dlopen/dlsym and a pthread mutex elsewhere.
 #ifdef _WIN32
 #include <windows.h>

@@ -1,7 +1,7 @@
-// shim.h: the C side of the binding. The library is loaded at run time (LoadLibraryW on Windows,
-// dlopen elsewhere); every entry point goes through a function pointer resolved by wspec_load.
-// Callbacks are plain C functions that copy their results into C memory, so no Go pointer ever
-// crosses into Dawn.
+// shim.h: the C side of the binding. The library is loaded at run time (LoadLibraryExW on
+// Windows, dlopen elsewhere); every entry point goes through a function pointer resolved by
+// wspec_load. Callbacks are plain C functions that copy their results into C memory, so no Go
+// pointer ever crosses into Dawn.
 #ifndef WSPEC_SHIM_H
 #define WSPEC_SHIM_H
 #include "abi.h"
