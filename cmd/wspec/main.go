@@ -1,5 +1,5 @@
 // Command wspec runs decoder-only language models on any WebGPU adapter, with speculative
-// decoding. Subcommands: generate, devices, selftest, convert, bench.
+// decoding. Subcommands: setup, generate, devices, selftest, convert, bench.
 package main
 
 import (
@@ -16,6 +16,7 @@ type command struct {
 }
 
 var commands = []command{
+	{"setup", "fetch and check Dawn and the default model into .wspec", runSetup},
 	{"generate", "generate text from a prompt (default model: stories15M)", runGenerate},
 	{"devices", "list the WebGPU adapters with their features and limits", runDevices},
 	{"selftest", "run the kernel portability suite on every adapter (or one)", runSelftest},

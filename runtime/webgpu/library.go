@@ -1,10 +1,11 @@
 // Package webgpu is wspec's binding to the compute subset of webgpu.h. The library (Dawn) is
-// dlopen'ed at run time, so building and vetting need no library on the machine; every failure
-// comes back as a Go error. Struct layouts follow the pinned Dawn build (see abi.h).
+// loaded at run time (LoadLibraryExW on Windows, dlopen elsewhere), so building and vetting need
+// no library on the machine; every failure comes back as a Go error. Struct layouts follow the
+// pinned Dawn build (see abi.h).
 package webgpu
 
 /*
-#cgo LDFLAGS: -ldl
+#cgo linux LDFLAGS: -ldl
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -15,23 +16,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sync"
 	"unsafe"
 )
-
-// LibraryEnv names the environment variable that overrides where the library is looked for.
-const LibraryEnv = "WSPEC_WEBGPU_LIB"
-
-// LibraryName is the file name of the Dawn build in the bun-webgpu-<os>-<arch> npm package of
-// this operating system (setup.sh installs the Linux one).
-var LibraryName = map[string]string{"darwin": "libwebgpu_wrapper.dylib", "windows": "webgpu_wrapper.dll"}[goruntime.GOOS]
-
-func init() {
-	if LibraryName == "" {
-		LibraryName = "libwebgpu_wrapper.so"
-	}
-}
 
 // Sentinel errors; the concrete errors wrap them with %w.
 var (
@@ -44,62 +31,20 @@ var (
 	ErrTimeout           = errors.New("webgpu wait timed out")
 )
 
-// SetupHint is what to run when the library or an adapter is missing.
-var SetupHint = "run ./setup.sh (it installs Dawn and the lavapipe Vulkan driver), or set " + LibraryEnv + " to the path of libwebgpu_wrapper (see README.md)"
-
 var (
 	loadMu     sync.Mutex
 	loadedPath string
 	generation string
 )
 
-// FindLibrary returns the library path: $WSPEC_WEBGPU_LIB when set (it must exist), else the
-// first .wspec/lib/libwebgpu_wrapper.so found walking up from the working directory and from
-// the executable's directory, else ~/.cache/wspec/lib/libwebgpu_wrapper.so.
-func FindLibrary() (string, error) {
-	if p := os.Getenv(LibraryEnv); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%w: %s=%s: %v; %s", ErrLibraryNotFound, LibraryEnv, p, err, SetupHint)
-		}
-		return p, nil
-	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, dir := range starts {
-		for {
-			p := filepath.Join(dir, ".wspec", "lib", LibraryName)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		p := filepath.Join(home, ".cache", "wspec", "lib", LibraryName)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: no %s in .wspec/lib above the working directory or the executable; %s", ErrLibraryNotFound, LibraryName, SetupHint)
-}
-
-// Load dlopens the library at path (FindLibrary's when path is empty) once per process. It checks
+// Load opens the library at path (FindLibrary's when path is empty) once per process. It checks
 // the Dawn generation by symbol before resolving anything: an unknown one is refused, since its
 // enum numbers and struct layouts would silently differ from abi.h.
 func Load(path string) error {
 	loadMu.Lock()
 	defer loadMu.Unlock()
 	if loadedPath != "" {
-		if path != "" && path != loadedPath {
+		if path != "" && absolute(path) != loadedPath {
 			return fmt.Errorf("%w: %s requested but %s is already loaded in this process", ErrLibraryLoad, path, loadedPath)
 		}
 		return nil
@@ -114,6 +59,7 @@ func Load(path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("%w: %v; %s", ErrLibraryNotFound, err, SetupHint)
 	}
+	path = absolute(path)
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	var errBuf [1024]C.char
@@ -130,12 +76,23 @@ func Load(path string) error {
 // Probe opens the library at path, reports its Dawn generation and closes it again; an
 // unknown generation or a file that is no loadable library is an error.
 func Probe(path string) (string, error) {
+	path = absolute(path)
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	var errBuf [1024]C.char
 	var genBuf [128]C.char
 	rc := C.wspec_probe(cpath, &errBuf[0], C.size_t(len(errBuf)), &genBuf[0], C.size_t(len(genBuf)))
 	return C.GoString(&genBuf[0]), loadError(rc, path, C.GoString(&errBuf[0]))
+}
+
+// absolute makes path absolute, so that the OS loader opens that file: dlopen would search the
+// system's library path for a bare file name, and LoadLibraryEx with an altered search path
+// needs a full path.
+func absolute(path string) string {
+	if p, err := filepath.Abs(path); err == nil {
+		return p
+	}
+	return path
 }
 
 func loadError(rc C.int, path, msg string) error {

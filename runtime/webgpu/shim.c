@@ -1,9 +1,55 @@
-// shim.c: dlopen + function pointers + C callbacks; see shim.h.
+// shim.c: the OS's library loader + function pointers + C callbacks; see shim.h.
 #include "shim.h"
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+// The loader and the lock are the only OS-specific parts: LoadLibraryExW/GetProcAddress and an
+// SRW lock on Windows, dlopen/dlsym and a pthread mutex elsewhere.
+#ifdef _WIN32
+#include <windows.h>
+
+// lib_open loads the DLL at path (UTF-8). LOAD_WITH_ALTERED_SEARCH_PATH makes Windows look for
+// the DLL's own dependencies in its folder first, as dlopen does with $ORIGIN rpaths.
+static void *lib_open(const char *path, char *err, size_t errlen) {
+  wchar_t wpath[4096];
+  if (!MultiByteToWideChar(CP_UTF8, 0, path, -1, wpath, sizeof wpath / sizeof wpath[0])) {
+    snprintf(err, errlen, "path is not valid UTF-8 or longer than 4095 characters");
+    return NULL;
+  }
+  HMODULE h = LoadLibraryExW(wpath, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
+  if (!h) {
+    DWORD code = GetLastError();
+    char msg[512] = "";
+    FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, code, 0, msg, sizeof msg, NULL);
+    for (size_t n = strlen(msg); n && (msg[n - 1] == '\r' || msg[n - 1] == '\n' || msg[n - 1] == ' '); n--) msg[n - 1] = 0;
+    snprintf(err, errlen, "LoadLibrary error %lu: %s%s", (unsigned long)code, msg,
+             code == ERROR_MOD_NOT_FOUND ? " (the file, or a DLL it needs, is missing: webgpu_wrapper.dll needs the Microsoft Visual C++ "
+                                           "Redistributable 2015-2022, x64, for VCRUNTIME140.dll and MSVCP140.dll)" : "");
+  }
+  return (void *)h;
+}
+static void *lib_sym(void *h, const char *name) { return (void *)GetProcAddress((HMODULE)h, name); }
+static void lib_close(void *h) { FreeLibrary((HMODULE)h); }
+
+static SRWLOCK state_mu = SRWLOCK_INIT;
+static void state_lock(void) { AcquireSRWLockExclusive(&state_mu); }
+static void state_unlock(void) { ReleaseSRWLockExclusive(&state_mu); }
+#else
+#include <dlfcn.h>
+#include <pthread.h>
+
+static void *lib_open(const char *path, char *err, size_t errlen) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) snprintf(err, errlen, "%s", dlerror());
+  return h;
+}
+static void *lib_sym(void *h, const char *name) { return dlsym(h, name); }
+static void lib_close(void *h) { dlclose(h); }
+
+static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
+static void state_lock(void) { pthread_mutex_lock(&state_mu); }
+static void state_unlock(void) { pthread_mutex_unlock(&state_mu); }
+#endif
 
 #define WSPEC_PTR_X(ret, name, params, args) static ret(*p_##name) params;
 #define WSPEC_PTR_V(name, params, args) static void(*p_##name) params;
@@ -19,8 +65,8 @@ int wspec_loaded(void) { return lib_handle != NULL; }
 
 // check_generation: the struct layouts in abi.h are only right for one Dawn generation.
 static int check_generation(void *h, char *err, size_t errlen, char *generation, size_t genlen) {
-  int has_caps = dlsym(h, "wgpuGetInstanceCapabilities") != NULL;
-  int has_feats = dlsym(h, "wgpuGetInstanceFeatures") != NULL;
+  int has_caps = lib_sym(h, "wgpuGetInstanceCapabilities") != NULL;
+  int has_feats = lib_sym(h, "wgpuGetInstanceFeatures") != NULL;
   if (has_caps && !has_feats) {
     snprintf(generation, genlen, "dawn-2025-06 (wgpuGetInstanceCapabilities)");
     return 0;
@@ -31,31 +77,25 @@ static int check_generation(void *h, char *err, size_t errlen, char *generation,
 }
 
 int wspec_probe(const char *path, char *err, size_t errlen, char *generation, size_t genlen) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(err, errlen, "%s", dlerror());
-    return 1;
-  }
+  void *h = lib_open(path, err, errlen);
+  if (!h) return 1;
   int rc = check_generation(h, err, errlen, generation, genlen);
-  dlclose(h);
+  lib_close(h);
   return rc;
 }
 
 int wspec_load(const char *path, char *err, size_t errlen, char *generation, size_t genlen) {
   if (lib_handle) return 0;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(err, errlen, "%s", dlerror());
-    return 1;
-  }
+  void *h = lib_open(path, err, errlen);
+  if (!h) return 1;
   if (check_generation(h, err, errlen, generation, genlen)) {
-    dlclose(h);
+    lib_close(h);
     return 2;
   }
   size_t used = 0;
   err[0] = 0;
 #define WSPEC_SYM(name)                                                          \
-  p_##name = dlsym(h, #name);                                                    \
+  p_##name = lib_sym(h, #name);                                                 \
   if (!p_##name && used < errlen) used += snprintf(err + used, errlen - used, " %s", #name);
 #define WSPEC_SYM_X(ret, name, params, args) WSPEC_SYM(name)
 #define WSPEC_SYM_V(name, params, args) WSPEC_SYM(name)
@@ -64,7 +104,7 @@ int wspec_load(const char *path, char *err, size_t errlen, char *generation, siz
     char missing[512];
     snprintf(missing, sizeof missing, "%s", err);
     snprintf(err, errlen, "missing symbols:%s", missing);
-    dlclose(h);
+    lib_close(h);
     return 3;
   }
   lib_handle = h;
@@ -125,24 +165,22 @@ WGPUPopErrorScopeCallbackInfo wspec_pop_cb(wspec_request *r) { WSPEC_CB(WGPUPopE
 WGPUQueueWorkDoneCallbackInfo wspec_done_cb(wspec_request *r) { WSPEC_CB(WGPUQueueWorkDoneCallbackInfo, on_done, WSPEC_CALLBACK_MODE_WAIT_ANY_ONLY) }
 WGPUCompilationInfoCallbackInfo wspec_compile_cb(wspec_request *r) { WSPEC_CB(WGPUCompilationInfoCallbackInfo, on_compile, WSPEC_CALLBACK_MODE_WAIT_ANY_ONLY) }
 
-static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
-
 static void on_lost(WGPUDevice const *d, uint32_t reason, WGPUStringView msg, void *u1, void *u2) {
   wspec_device_state *s = u1;
-  pthread_mutex_lock(&state_mu);
+  state_lock();
   s->lost = 1; s->lost_reason = reason; copy_view(s->lost_message, sizeof s->lost_message, msg);
-  pthread_mutex_unlock(&state_mu);
+  state_unlock();
 }
 static void on_error(WGPUDevice const *d, uint32_t type, WGPUStringView msg, void *u1, void *u2) {
   wspec_device_state *s = u1;
   char text[1024];
   copy_view(text, sizeof text, msg);
-  pthread_mutex_lock(&state_mu);
+  state_lock();
   size_t used = strlen(s->errors);
   if (used < sizeof s->errors - 1)
     snprintf(s->errors + used, sizeof s->errors - used, "%s%s", used ? "\n" : "", text);
   s->error_count++;
-  pthread_mutex_unlock(&state_mu);
+  state_unlock();
 }
 
 void wspec_device_callbacks(WGPUDeviceDescriptor *d, wspec_device_state *s) {
@@ -154,11 +192,11 @@ void wspec_device_callbacks(WGPUDeviceDescriptor *d, wspec_device_state *s) {
 }
 
 int wspec_take_errors(wspec_device_state *s, char *out, size_t n) {
-  pthread_mutex_lock(&state_mu);
+  state_lock();
   int count = s->error_count;
   snprintf(out, n, "%s", s->errors);
   s->errors[0] = 0;
   s->error_count = 0;
-  pthread_mutex_unlock(&state_mu);
+  state_unlock();
   return count;
 }

@@ -1,6 +1,7 @@
-// shim.h: the C side of the binding. The library is dlopen'ed at run time; every entry point
-// goes through a function pointer resolved by wspec_load. Callbacks are plain C functions that
-// copy their results into C memory, so no Go pointer ever crosses into Dawn.
+// shim.h: the C side of the binding. The library is loaded at run time (LoadLibraryExW on
+// Windows, dlopen elsewhere); every entry point goes through a function pointer resolved by
+// wspec_load. Callbacks are plain C functions that copy their results into C memory, so no Go
+// pointer ever crosses into Dawn.
 #ifndef WSPEC_SHIM_H
 #define WSPEC_SHIM_H
 #include "abi.h"
@@ -67,8 +68,8 @@
 #define WSPEC_DECL_V(name, params, args) void w_##name params;
 WSPEC_FUNCS(WSPEC_DECL_X, WSPEC_DECL_V)
 
-// wspec_load dlopens path and resolves every function above. It returns 0 on success;
-// otherwise it writes the reason into err. generation receives the Dawn generation found.
+// wspec_load opens the library at path (UTF-8) and resolves every function above. It returns 0
+// on success; otherwise it writes the reason into err. generation receives the Dawn generation found.
 int wspec_load(const char *path, char *err, size_t errlen, char *generation, size_t genlen);
 int wspec_loaded(void);
 // wspec_probe opens path, checks its generation and closes it again (0: usable).
