@@ -10,10 +10,9 @@ import (
 func TestKernelsCompile(t *testing.T) {
 	d := testDevice(t)
 	all := map[string]Overrides{
-		"matvec":  {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1, "SILU": 1},
-		"matvec4": {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1, "SILU": 1},
-		"matmul":  {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1},
-		"rope_kv": {"LLAMA3": 1}, "argmax_rows": {"MAP": 1},
+		"matmul":    {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1, "SILU": 1, "ROWS": 16, "COLS": 4},
+		"matmul_wg": {"NORM": 1, "SWIGLU": 1, "HAS_BIAS": 1, "ACCUM": 1, "LAST_ROWS": 1, "SILU": 1, "ROWS": 16, "COLS": 4},
+		"rope_kv":   {"LLAMA3": 1}, "argmax_rows": {"MAP": 1},
 	}
 	for _, k := range wgsl.Kernels() {
 		for _, wt := range []wgsl.WeightType{wgsl.F32, wgsl.F16} {

@@ -65,6 +65,9 @@ type Device struct {
 	pipelines map[string]*webgpu.ComputePipeline
 	modules   map[string]*webgpu.ShaderModule
 	staging   map[uint64][]*webgpu.Buffer // free map-read buffers by size (a pool for readbacks)
+	// ForceNoSubgroups makes the kernels take their paths without subgroups (tests, and
+	// adapters whose subgroups misbehave).
+	ForceNoSubgroups bool
 	// owned: the adapter and instance OpenDevice made for this device, released by Close.
 	adapter  *webgpu.Adapter
 	instance *webgpu.Instance
@@ -182,6 +185,11 @@ func (d *Device) Pipeline(kernel string, wt wgsl.WeightType, o Overrides) (*webg
 	key := kernel + "/" + wt.String() + o.key()
 	if p, ok := d.pipelines[key]; ok {
 		return p, nil
+	}
+	for _, ext := range wgsl.Enables(kernel) {
+		if ext == "subgroups" && !d.HasSubgroups {
+			return nil, fmt.Errorf("kernel %s needs the subgroups feature, which %s lacks", kernel, d.Adapter.Info.Name())
+		}
 	}
 	if wt == wgsl.F16 && !d.HasF16 {
 		return nil, fmt.Errorf("kernel %s: f16 weights need the shader-f16 feature, which %s lacks", kernel, d.Adapter.Info.Name())

@@ -17,7 +17,7 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 	for _, part := range table.parts {
 		err := p.Add(KernelCall{
 			Kernel: "embed", Weights: table.WT,
-			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), Stride: uint32(table.Stride)},
+			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), K4: uint32((table.K + 3) / 4)},
 			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
 			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(dim, 64), s.M, 1 },
 		})
@@ -29,10 +29,10 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 }
 
 // AddAttention records the attention block of one layer of architecture c over a paged KV
-// cache: rope_kv (q rotated in place in qkv, k rotated and v copied into the pages of kc and
+// cache, the new tokens in blocks of up to rows (as the matmuls' blocks): rope_kv (q rotated in place in qkv, k rotated and v copied into the pages of kc and
 // vc at the step's positions) and attention (att [m, n_heads * hd] from q and the cache).
 // qkv is [m, (n_heads + 2 n_kv) * hd], q heads first.
-func (p *Program) AddAttention(c *weights.Config, pageSize int, qkv, pageTable, kc, vc, att *webgpu.Buffer) error {
+func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, qkv, pageTable, kc, vc, att *webgpu.Buffer) error {
 	hd := c.HeadDim
 	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
 		PageSize: uint32(pageSize), Theta: float32(c.RopeTheta)}
@@ -52,11 +52,22 @@ func (p *Program) AddAttention(c *weights.Config, pageSize int, qkv, pageTable, 
 		return err
 	}
 	heads := uint32(c.NHeads)
+	kernel, grid := "attention_wg", func(s *StepBlock) (uint32, uint32, uint32) { return heads, s.M, 1 }
+	var ao Overrides
+	if p.d.UseSubgroups() && hd%4 == 0 && hd/4 <= 64 && hd/4 <= 8*int(p.d.Adapter.Info.SubgroupMin) {
+		// One subgroup per (block of tokens, head), in workgroups of one subgroup: CPU adapters
+		// run a workgroup on one thread, and a decode step has only as many tasks as heads. A
+		// block's rows share each key and value read; its queries stay in registers.
+		kernel = "attention"
+		r := uint32(max(1, min(rows, 8, 64/(hd/4))))
+		ao = Overrides{"WG": float64(p.d.Adapter.Info.SubgroupMax), "ROWS": float64(r)}
+		grid = func(s *StepBlock) (uint32, uint32, uint32) { return heads * CeilDiv(s.M, r), 1, 1 }
+	}
 	return p.Add(KernelCall{
-		Kernel: "attention",
+		Kernel: kernel, Overrides: ao,
 		Params: AttnParams{NHeads: heads, NKV: uint32(c.NKVHeads), HeadDim: uint32(hd), PageSize: uint32(pageSize),
 			QStride: uint32((c.NHeads + 2*c.NKVHeads) * hd), Scale: float32(1 / math.Sqrt(float64(hd)))},
 		Buffers: []webgpu.Binding{{Buffer: qkv}, {Buffer: pageTable}, {Buffer: kc}, {Buffer: vc}, {Buffer: att}},
-		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return heads, s.M, 1 },
+		Grid:    grid,
 	})
 }

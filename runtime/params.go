@@ -26,7 +26,7 @@ type StepBlock struct {
 }
 
 // EmbedParams mirrors embed.wgsl's Params.
-type EmbedParams struct{ Dim, Rows, Row0, Stride uint32 }
+type EmbedParams struct{ Dim, Rows, Row0, K4 uint32 }
 
 // RMSNormParams mirrors rmsnorm.wgsl's Params.
 type RMSNormParams struct {
@@ -36,14 +36,13 @@ type RMSNormParams struct {
 	YOff    uint32
 }
 
-// MatParams mirrors matvec.wgsl's and matmul.wgsl's Params.
+// MatParams mirrors mat_io.wgsl's Params (matmul.wgsl, matmul_wg.wgsl).
 type MatParams struct {
 	N, K    uint32
 	Eps     float32
-	Col0    uint32
+	Col0    uint32 // first output column of this part of the weight
 	YStride uint32
-	WStride uint32 // row stride of the weight in elements; 0: K
-	B, C    uint32
+	A, B, C uint32
 }
 
 // RopeParams mirrors rope_kv.wgsl's Params.

@@ -61,24 +61,27 @@ func norm(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", "
 // fields, in order, at the block's offsets, and its size; paramBytes writes exactly that.
 func TestUniformMirrors(t *testing.T) {
 	mirrors := []struct {
-		kernel, block string
+		kernel, block string // the file (without .wgsl) that declares the block
 		goType        any
+		users         []string // the kernels that use the block
 	}{
-		{"common", "Step", StepBlock{}},
-		{"embed", "Params", EmbedParams{}},
-		{"rmsnorm", "Params", RMSNormParams{}},
-		{"matvec", "Params", MatParams{}},
-		{"matvec4", "Params", MatParams{}},
-		{"matmul", "Params", MatParams{}},
-		{"rope_kv", "Params", RopeParams{}},
-		{"attention", "Params", AttnParams{}},
-		{"sample", "Params", SampleParams{}},
-		{"copy_rows", "Params", CopyRowsParams{}},
-		{"argmax_rows", "Params", ArgmaxParams{}},
+		{"common", "Step", StepBlock{}, nil},
+		{"embed", "Params", EmbedParams{}, nil},
+		{"rmsnorm", "Params", RMSNormParams{}, nil},
+		{"mat_io", "Params", MatParams{}, []string{"matmul", "matmul_wg"}},
+		{"rope_kv", "Params", RopeParams{}, nil},
+		{"attention", "Params", AttnParams{}, nil},
+		{"attention_wg", "Params", AttnParams{}, nil},
+		{"sample", "Params", SampleParams{}, nil},
+		{"copy_rows", "Params", CopyRowsParams{}, nil},
+		{"argmax_rows", "Params", ArgmaxParams{}, nil},
 	}
 	seen := map[string]bool{}
 	for _, mr := range mirrors {
 		seen[mr.kernel] = true
+		for _, u := range mr.users {
+			seen[u] = true
+		}
 		src, err := wgsl.File(mr.kernel + ".wgsl")
 		if err != nil {
 			t.Fatal(err)

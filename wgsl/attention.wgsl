@@ -1,9 +1,16 @@
 // attention.wgsl: causal grouped-query attention over the paged KV cache, for one or many new
-// tokens. One workgroup per (query head h, new token m); the token at position p = pos0 + m
-// attends to cache positions 0..p, so several new tokens (prefill, or verifying k drafts) see
-// each other causally. Query head h reads kv head h / (n_heads / n_kv). Scores are computed a
-// chunk of WG positions at a time with an online softmax (running max and sum), so any context
-// length fits in workgroup memory. head_dim <= 4 * WG.
+// tokens, with subgroups and no barriers. One subgroup per (query head h, block of ROWS new
+// tokens); the token at position p = pos0 + m attends to cache positions 0..p, so several new
+// tokens (prefill, or verifying k drafts) see each other causally; query head h reads kv head
+// h / (n_heads / n_kv). The positions go a subgroup-size chunk at a time: each lane scores one
+// position of the chunk for every row of the block (its key row read once for all of them),
+// the online softmax (running max and sum per row) takes the chunk's max and sum with
+// subgroupMax and subgroupAdd, and every lane then accumulates its own 4-wide slices of the
+// head's dimensions over the chunk's values (each read once for all rows), each position's
+// weight passed round with subgroupShuffle. head_dim is a multiple of 4, ROWS * head_dim / 4
+// <= MAXQ and head_dim / 4 <= MAXA x the subgroup size (attention_wg.wgsl covers the rest).
+//!enable subgroups
+//!diagnostic off, subgroup_uniformity
 //!include common.wgsl
 struct Params {
   n_heads: u32, n_kv: u32, head_dim: u32, page_size: u32,
@@ -13,80 +20,93 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
-@group(0) @binding(2) var<storage, read> q: array<f32>;          // [m, q_stride], q heads first
-@group(0) @binding(3) var<storage, read> pages: array<u32>;      // [max_pages]
-@group(0) @binding(4) var<storage, read> kc: array<f32>;         // [n_pages, page_size, n_kv, hd]
-@group(0) @binding(5) var<storage, read> vc: array<f32>;         // [n_pages, page_size, n_kv, hd]
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;  // [m, n_heads * hd]
+@group(0) @binding(2) var<storage, read> q: array<f32>;           // [m, q_stride], q heads first
+@group(0) @binding(3) var<storage, read> pages: array<u32>;       // [max_pages]
+@group(0) @binding(4) var<storage, read> kc: array<vec4f>;        // [n_pages, page_size, n_kv, hd / 4]
+@group(0) @binding(5) var<storage, read> vc: array<vec4f>;        // [n_pages, page_size, n_kv, hd / 4]
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;   // [m, n_heads * hd]
 override WG: u32 = 64;
-var<workgroup> qs: array<f32, 256>;
-var<workgroup> sc: array<f32, WG>;
-var<workgroup> red: array<f32, WG>;
+override ROWS: u32 = 1;
+const MAXR: u32 = 8u;  // ROWS <= MAXR
+const MAXQ: u32 = 64u; // ROWS * head_dim / 4 <= MAXQ (the queries, in registers)
+const MAXA: u32 = 8u;   // head_dim / 4 <= MAXA x subgroup size (each lane's accumulators per row)
 
-fn kv_index(t: u32, kvh: u32) -> u32 {
-  return ((pages[t / P.page_size] * P.page_size + t % P.page_size) * P.n_kv + kvh) * P.head_dim;
+// kv4 is the vec4 index of position t's row (kv head kvh) in the cache.
+fn kv4(t: u32, kvh: u32) -> u32 {
+  return ((pages[t / P.page_size] * P.page_size + t % P.page_size) * P.n_kv + kvh) * (P.head_dim / 4u);
 }
-
-fn reduce(op_max: bool) -> f32 {
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (l_id < s) {
-      if (op_max) { red[l_id] = max(red[l_id], red[l_id + s]); } else { red[l_id] += red[l_id + s]; }
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-var<private> l_id: u32;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
-  l_id = l.x;
-  let h = wg.x;
-  let m = wg.y;
-  if (m >= S.m) { return; }
-  let hd = P.head_dim;
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
+        @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgs: u32) {
+  let task = wg.x * (WG / sgs) + li / sgs; // (block of tokens, head) of this subgroup
+  let h = task % P.n_heads;
+  let m0 = (task / P.n_heads) * ROWS;
+  if (m0 >= S.m) { return; }
+  let nr = min(ROWS, S.m - m0); // rows of the block (the loops run ROWS rows, the last repeated)
+  let d4 = P.head_dim / 4u;
   let kvh = h / (P.n_heads / P.n_kv);
-  for (var d = l.x; d < hd; d += WG) { qs[d] = q[m * P.q_stride + h * hd + d] * P.scale; }
-  let T = S.pos0 + m + 1u;
-  var run_max = -3.0e38;
-  var run_sum = 0.0;
-  var acc = vec4f(0.0);
-  for (var t0 = 0u; t0 < T; t0 += WG) {
-    workgroupBarrier();
-    let t = t0 + l.x;
-    var s = -3.0e38;
-    if (t < T) {
-      let kb = kv_index(t, kvh);
-      s = 0.0;
-      for (var d = 0u; d < hd; d++) { s += qs[d] * kc[kb + d]; }
+  var qv: array<vec4f, MAXQ>; // [row, d4]
+  for (var r = 0u; r < ROWS; r++) {
+    let qb = (m0 + min(r, nr - 1u)) * P.q_stride + h * P.head_dim;
+    for (var i = 0u; i < d4; i++) {
+      qv[r * d4 + i] = vec4f(q[qb + 4u * i], q[qb + 4u * i + 1u], q[qb + 4u * i + 2u], q[qb + 4u * i + 3u]) * P.scale;
     }
-    red[l.x] = s;
-    let new_max = max(run_max, reduce(true));
-    var p = 0.0;
-    if (t < T) { p = exp(s - new_max); }
-    sc[l.x] = p;
-    red[l.x] = p;
-    let csum = reduce(false);
-    let alpha = exp(run_max - new_max);
-    run_sum = run_sum * alpha + csum;
-    acc *= alpha;
-    let n = min(WG, T - t0);
-    for (var tt = 0u; tt < n; tt++) {
-      let vb = kv_index(t0 + tt, kvh);
-      let pt = sc[tt];
-      for (var j = 0u; j < 4u; j++) {
-        let d = l.x + j * WG;
-        if (d < hd) { acc[j] += pt * vc[vb + d]; }
+  }
+  let T = S.pos0 + m0 + nr; // positions the block's last row sees
+  var run_max: array<f32, MAXR>;
+  var run_sum: array<f32, MAXR>;
+  for (var r = 0u; r < ROWS; r++) { run_max[r] = -3.0e38; }
+  var acc: array<vec4f, MAXR * MAXA>; // [row, a]
+  let na = (d4 + sgs - 1u) / sgs; // accumulators per row: the lane's slices lane, lane + sgs, ...
+  for (var t0 = 0u; t0 < T; t0 += sgs) {
+    let t = t0 + lane;
+    // The scores of position t (zeros past T). Initialised explicitly: a variable declared
+    // in a loop must be zeroed at every iteration, which a compiler seen here did not do.
+    var s = array<f32, MAXR>();
+    if (t < T) {
+      let kb = kv4(t, kvh);
+      for (var i = 0u; i < d4; i++) {
+        let kv = kc[kb + i];
+        for (var r = 0u; r < ROWS; r++) { s[r] += dot(qv[r * d4 + i], kv); }
       }
     }
-    run_max = new_max;
+    var p: array<f32, MAXR>;
+    for (var r = 0u; r < ROWS; r++) {
+      let seen = t <= S.pos0 + m0 + min(r, nr - 1u); // causal: row r sees positions up to its own
+      let sr = select(-3.0e38, s[r], seen && t < T);
+      let new_max = max(run_max[r], subgroupMax(sr));
+      p[r] = select(0.0, exp(sr - new_max), seen && t < T);
+      let alpha = exp(run_max[r] - new_max);
+      run_sum[r] = run_sum[r] * alpha + subgroupAdd(p[r]);
+      run_max[r] = new_max;
+      for (var a = 0u; a < na; a++) { acc[r * MAXA + a] *= alpha; }
+    }
+    let n = min(sgs, T - t0);
+    for (var tt = 0u; tt < n; tt++) {
+      var pt: array<f32, MAXR>; // position t0 + tt's weight in each row
+      for (var r = 0u; r < ROWS; r++) { pt[r] = subgroupShuffle(p[r], tt); }
+      let vb = kv4(t0 + tt, kvh);
+      for (var a = 0u; a < na; a++) {
+        let i = lane + a * sgs;
+        if (i < d4) {
+          let v = vc[vb + i];
+          for (var r = 0u; r < ROWS; r++) { acc[r * MAXA + a] += pt[r] * v; }
+        }
+      }
+    }
   }
-  for (var j = 0u; j < 4u; j++) {
-    let d = l.x + j * WG;
-    if (d < hd) { out[m * P.n_heads * hd + h * hd + d] = acc[j] / run_sum; }
+  for (var r = 0u; r < nr; r++) {
+    let ob = (m0 + r) * P.n_heads * P.head_dim + h * P.head_dim;
+    for (var a = 0u; a < na; a++) {
+      let i = lane + a * sgs;
+      if (i < d4) {
+        let o = acc[r * MAXA + a] / run_sum[r];
+        out[ob + 4u * i] = o.x;
+        out[ob + 4u * i + 1u] = o.y;
+        out[ob + 4u * i + 2u] = o.z;
+        out[ob + 4u * i + 3u] = o.w;
+      }
+    }
   }
 }

@@ -1,12 +1,13 @@
-// embed.wgsl: token embedding gather. x[m, :] = table[tokens[m], :]. A table bigger than one
-// binding is split by rows: this part holds rows [row0, row0 + rows) and fills only the tokens
-// that fall in it.
+// embed.wgsl: token embedding gather. x[m, :] = table[tokens[m], :], the table in the blocked
+// layout of runtime.Linear (element (t, i) at (((t/8)*k4 + i/4)*8 + t%8)*4 + i%4). A table
+// bigger than one binding is split into parts of whole blocks: this part holds rows
+// [row0, row0 + rows) and fills only the tokens that fall in it.
 //!include common.wgsl
-struct Params { dim: u32, rows: u32, row0: u32, stride: u32 /* row stride of table (0: dim) */ }
+struct Params { dim: u32, rows: u32, row0: u32, k4: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> tokens: array<u32>;     // [m]
-@group(0) @binding(3) var<storage, read> table: array<wtype>;    // [rows, stride]
+@group(0) @binding(3) var<storage, read> table: array<wtype>;    // [ceil(rows/8), k4, 8, 4]
 @group(0) @binding(4) var<storage, read_write> x: array<f32>;    // [m, dim]
 override WG: u32 = 64;
 
@@ -17,6 +18,6 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   if (i >= P.dim || m >= S.m) { return; }
   let t = tokens[m];
   if (t < P.row0 || t - P.row0 >= P.rows) { return; }
-  let stride = select(P.stride, P.dim, P.stride == 0u);
-  x[m * P.dim + i] = f32(table[(t - P.row0) * stride + i]);
+  let r = t - P.row0;
+  x[m * P.dim + i] = f32(table[(((r / 8u) * P.k4 + i / 4u) * 8u + r % 8u) * 4u + i % 4u]);
 }

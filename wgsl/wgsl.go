@@ -1,8 +1,11 @@
 // Package wgsl holds wspec's compute kernels, one .wgsl file per op, embedded in the binary.
 //
 // A kernel file may include shared code with a line `//!include name.wgsl` (appended after the
-// kernel). Source prepends the weight-type prelude: `alias wtype = f32;` or, for the f16 variant, `enable f16;` and
-// `alias wtype = f16;`, so one file serves both weight types. Every kernel's entry point is
+// kernel), ask for a language extension with a line `//!enable name` (subgroups) and set a
+// diagnostic with `//!diagnostic off, name` (subgroup_uniformity: a subgroup op whose control
+// flow is uniform per subgroup but not per workgroup). Source
+// prepends the prelude: the extensions, then `alias wtype = f32;` or, for the f16 variant,
+// `enable f16;` and `alias wtype = f16;`, so one file serves both weight types. Every kernel's entry point is
 // `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
 // Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
 package wgsl
@@ -56,10 +59,19 @@ func Source(name string, wt WeightType) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("wgsl: no kernel %q", name)
 	}
-	prelude := "alias wtype = f32; "
+	prelude := ""
 	if wt == F16 {
-		prelude = "enable f16; alias wtype = f16; "
+		prelude = "enable f16; "
 	}
+	for _, ext := range Enables(name) {
+		prelude = "enable " + ext + "; " + prelude
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(line), "//!diagnostic "); ok {
+			prelude += "diagnostic(" + strings.TrimSpace(d) + "); "
+		}
+	}
+	prelude += "alias wtype = " + wt.String() + "; "
 	var out strings.Builder
 	out.WriteString(prelude)
 	out.Write(b)
@@ -90,6 +102,21 @@ func File(name string) (string, error) {
 		return "", fmt.Errorf("wgsl: no file %q", name)
 	}
 	return string(b), nil
+}
+
+// Enables lists the extensions kernel name asks for with `//!enable` lines.
+func Enables(name string) []string {
+	b, err := files.ReadFile(name + ".wgsl")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if ext, ok := strings.CutPrefix(strings.TrimSpace(line), "//!enable "); ok {
+			out = append(out, strings.TrimSpace(ext))
+		}
+	}
+	return out
 }
 
 func includes(src string) []string {

@@ -43,8 +43,8 @@ type Eagle struct {
 	pool   *runtime.PagePool // KV pages of every sequence
 	layer  eagleLayer
 	bufs   eagleBufs
-	catchM *runtime.Program   // catch-up, at most 16 rows (mat-vecs)
-	catchT *runtime.Program   // catch-up, more rows (tiled matmuls)
+	catchM *runtime.Program   // catch-up, at most 9 rows (one block)
+	catchT *runtime.Program   // catch-up, more rows (blocks of 8)
 	depths []*runtime.Program // depth j+1 (j = 0..maxK-2): one row, argmax into ids[j+1]
 }
 
@@ -109,14 +109,14 @@ func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 		return nil, err
 	}
 	var err error
-	if e.catchM, err = e.record(false, true, 0); err != nil {
+	if e.catchM, err = e.record(9, true, 0); err != nil {
 		return nil, err
 	}
-	if e.catchT, err = e.record(true, true, 0); err != nil {
+	if e.catchT, err = e.record(8, true, 0); err != nil {
 		return nil, err
 	}
 	for j := 1; j < e.maxK; j++ {
-		p, err := e.record(false, false, j)
+		p, err := e.record(1, false, j)
 		if err != nil {
 			return nil, err
 		}

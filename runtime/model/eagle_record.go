@@ -7,7 +7,7 @@ import (
 	"github.com/wspec/wspec/wgsl"
 )
 
-// record builds one program of the head: the catch-up (catchup, over the step's rows, the
+// record builds one program of the head, its matmuls in blocks of rows: the catch-up (catchup, over the step's rows, the
 // features in fin being the target's) or draft depth `depth` (one row, the feature in fin
 // row 0 being the previous depth's output o). Either ends with the argmax of the last row's
 // logits written to ids[depth]:
@@ -21,7 +21,7 @@ import (
 //	rope_kv; attention; x += Wo att; h = W13 rmsnorm_post(x); x += W2 swiglu(h)
 //	logits = lm_head(x last row)  (EAGLE-3: rmsnorm_norm first)
 //	ids[depth] = argmax logits  (EAGLE-3: + d2t)
-func (e *Eagle) record(tiled, catchup bool, depth int) (*runtime.Program, error) {
+func (e *Eagle) record(rows int, catchup bool, depth int) (*runtime.Program, error) {
 	c, ly, b, d := e.cfg, &e.layer, &e.bufs, e.d
 	p, err := d.NewProgram()
 	if err != nil {
@@ -45,14 +45,14 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*runtime.Program, error)
 	}
 	qkvIn := b.x
 	if e.kind == weights.EagleKind1 {
-		if err := p.AddMat("eagle.fc_e", ly.fcE, b.e, b.x, H, runtime.MatFusion{Bias: ly.fcBias}, tiled, dummy); err != nil {
+		if err := p.AddMat("eagle.fc_e", ly.fcE, b.e, b.x, H, runtime.MatFusion{Bias: ly.fcBias}, rows, dummy); err != nil {
 			return nil, err
 		}
 		f := runtime.MatFusion{Accum: true}
 		if catchup {
 			f.Norm, f.Eps = e.t.norm, float32(e.t.Cfg.RMSEps)
 		}
-		if err := p.AddMat("eagle.fc_f", ly.fcF, b.fin, b.x, H, f, tiled, dummy); err != nil {
+		if err := p.AddMat("eagle.fc_f", ly.fcF, b.fin, b.x, H, f, rows, dummy); err != nil {
 			return nil, err
 		}
 	} else {
@@ -61,7 +61,7 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*runtime.Program, error)
 			return nil, err
 		}
 		if catchup && ly.fc != nil {
-			err = p.AddMat("eagle.fc", ly.fc, b.fin, b.x, H, runtime.MatFusion{}, tiled, dummy)
+			err = p.AddMat("eagle.fc", ly.fc, b.fin, b.x, H, runtime.MatFusion{}, rows, dummy)
 		} else {
 			err = p.Add(runtime.KernelCall{
 				Kernel:  "copy_rows",
@@ -77,26 +77,26 @@ func (e *Eagle) record(tiled, catchup bool, depth int) (*runtime.Program, error)
 			return nil, err
 		}
 	}
-	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, runtime.MatFusion{}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, runtime.MatFusion{}, rows, dummy); err != nil {
 		return nil, err
 	}
-	if err := p.AddAttention(&c, e.pool.PageSize, b.qkv, b.pageTable, ly.kc, ly.vc, b.att); err != nil {
+	if err := p.AddAttention(&c, e.pool.PageSize, rows, b.qkv, b.pageTable, ly.kc, ly.vc, b.att); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, runtime.MatFusion{Accum: true}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, runtime.MatFusion{Accum: true}, rows, dummy); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("eagle.w13", ly.w13, b.x, b.h, 2*c.HiddenDim, runtime.MatFusion{Norm: ly.postNorm, Eps: eps}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.w13", ly.w13, b.x, b.h, 2*c.HiddenDim, runtime.MatFusion{Norm: ly.postNorm, Eps: eps}, rows, dummy); err != nil {
 		return nil, err
 	}
-	if err := p.AddMat("eagle.w2", ly.w2, b.h, b.x, H, runtime.MatFusion{SwiGLU: true, Accum: true}, tiled, dummy); err != nil {
+	if err := p.AddMat("eagle.w2", ly.w2, b.h, b.x, H, runtime.MatFusion{SwiGLU: true, Accum: true}, rows, dummy); err != nil {
 		return nil, err
 	}
 	head := runtime.MatFusion{LastRows: true}
 	if e.kind == weights.EagleKind3 {
 		head.Norm, head.Eps = ly.norm, eps
 	}
-	if err := p.AddMat("eagle.lm_head", ly.lmHead, b.x, b.logits, e.vOut, head, false, dummy); err != nil {
+	if err := p.AddMat("eagle.lm_head", ly.lmHead, b.x, b.logits, e.vOut, head, 1, dummy); err != nil {
 		return nil, err
 	}
 	o := runtime.Overrides{}

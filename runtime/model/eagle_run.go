@@ -67,7 +67,7 @@ func (s *EagleSeq) Sync(ctx []int) error {
 	enc := e.d.NewEncoder()
 	enc.Copy(src, uint64(s.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
 	prog := e.catchM
-	if m > 16 {
+	if m > 9 {
 		prog = e.catchT
 	}
 	prog.Encode(enc, &runtime.StepBlock{M: uint32(m), Pos0: uint32(local)}, nil)

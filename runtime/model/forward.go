@@ -8,21 +8,25 @@ import (
 	"github.com/wspec/wspec/runtime/webgpu"
 )
 
-// record builds the dispatch list of one forward step, reading like the maths (tiled: the
-// layers' products are register-blocked matmuls instead of mat-vecs; lmTiled: the LM head too):
+// record builds the dispatch list of one forward step, reading like the maths. rows is the
+// matmuls' block height (1: decode; the verified rows; 8: prefill, in blocks), lmRows the LM
+// head's:
 //
 //	x = embed[tokens]                                  embed
 //	for each layer:
 //	    aux[:, j] = x   (layer j of Opts.AuxLayers)    copy_rows
-//	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)          rmsnorm, matvec/matmul (+HAS_BIAS)
+//	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)            matmul NORM (+HAS_BIAS)
 //	    q, k = rope(q, k); cache[pos] = k, v           rope_kv
 //	    att = softmax(q k^T / sqrt(hd)) v              attention (paged, causal, GQA)
-//	    x += Wo att                                    matvec/matmul, ACCUM
-//	    h = [Wgate; Wup] rmsnorm(x)                    rmsnorm, matvec/matmul
-//	    x += Wdown (silu(gate) * up)                   matvec/matmul, SWIGLU + ACCUM
-//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   rmsnorm, matvec/matmul LAST_ROWS
+//	    x += Wo att                                    matmul ACCUM
+//	    h = [Wgate; Wup] rmsnorm(x)                    matmul NORM
+//	    x += Wdown (silu(gate) * up)                   matmul SWIGLU + ACCUM
+//	logits = lm_head rmsnorm(x[last n_draft+1 rows])   matmul NORM + LAST_ROWS
 //	out = rejection_sample(logits, drafts, q)          sample
-func (m *Model) record(tiled, lmTiled bool) (*runtime.Program, error) {
+//
+// The RMSNorms ride in the matmuls that read their output: each workgroup gathers the row's
+// sum of squares while it reads the row anyway, so a norm costs no pass and no dispatch.
+func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 	c, o, d := m.Cfg, m.Opts, m.d
 	p, err := d.NewProgram()
 	if err != nil {
@@ -51,32 +55,28 @@ func (m *Model) record(tiled, lmTiled bool) (*runtime.Program, error) {
 				return nil, err
 			}
 		}
-		if err := m.addNorm(p, m.x, ly.attnNorm, eps); err != nil {
-			return nil, err
+		steps := []func() error{
+			func() error {
+				return p.AddMat(name("qkv"), ly.qkv, m.x, m.qkv, qkvW, runtime.MatFusion{Norm: ly.attnNorm, Eps: eps, Bias: ly.qkvBias}, rows, m.dummy)
+			},
+			func() error { return p.AddAttention(&c, o.PageSize, rows, m.qkv, m.pageTable, ly.kc, ly.vc, m.att) },
+			func() error {
+				return p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, runtime.MatFusion{Accum: true}, rows, m.dummy)
+			},
+			func() error {
+				return p.AddMat(name("w13"), ly.w13, m.x, m.h, 2*c.HiddenDim, runtime.MatFusion{Norm: ly.ffnNorm, Eps: eps}, rows, m.dummy)
+			},
+			func() error {
+				return p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, runtime.MatFusion{SwiGLU: true, Accum: true}, rows, m.dummy)
+			},
 		}
-		if err := p.AddMat(name("qkv"), ly.qkv, m.xn, m.qkv, qkvW, runtime.MatFusion{Bias: ly.qkvBias}, tiled, m.dummy); err != nil {
-			return nil, err
-		}
-		if err := p.AddAttention(&c, o.PageSize, m.qkv, m.pageTable, ly.kc, ly.vc, m.att); err != nil {
-			return nil, err
-		}
-		if err := p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, runtime.MatFusion{Accum: true}, tiled, m.dummy); err != nil {
-			return nil, err
-		}
-		if err := m.addNorm(p, m.x, ly.ffnNorm, eps); err != nil {
-			return nil, err
-		}
-		if err := p.AddMat(name("w13"), ly.w13, m.xn, m.h, 2*c.HiddenDim, runtime.MatFusion{}, tiled, m.dummy); err != nil {
-			return nil, err
-		}
-		if err := p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, runtime.MatFusion{SwiGLU: true, Accum: true}, tiled, m.dummy); err != nil {
-			return nil, err
+		for _, s := range steps {
+			if err := s(); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if err := m.addNorm(p, m.x, m.norm, eps); err != nil {
-		return nil, err
-	}
-	if err := p.AddMat("lm_head", m.lmHead, m.xn, m.logits, c.Vocab, runtime.MatFusion{LastRows: true}, lmTiled, m.dummy); err != nil {
+	if err := p.AddMat("lm_head", m.lmHead, m.x, m.logits, c.Vocab, runtime.MatFusion{Norm: m.norm, Eps: eps, LastRows: true}, lmRows, m.dummy); err != nil {
 		return nil, err
 	}
 	err = p.Add(runtime.KernelCall{
@@ -211,12 +211,9 @@ func (m *Model) run(seq *runtime.Sequence, chunk []uint32, step *runtime.StepBlo
 			}
 		}
 	}
-	prog := m.decode
-	switch {
-	case len(chunk) > 16:
-		prog = m.prefill
-	case len(chunk) > 1 && step.NDraft > 0:
-		prog = m.verify // k+1 rows: the register-blocked matmul beats k+1 mat-vec rows
+	prog, err := m.program(len(chunk), int(step.NDraft))
+	if err != nil {
+		return err
 	}
 	prog.Encode(enc, step, nil)
 	if last {
@@ -230,22 +227,36 @@ func (m *Model) run(seq *runtime.Sequence, chunk []uint32, step *runtime.StepBlo
 	return nil
 }
 
+// verifyRows are the block heights of the verify programs: a step of M rows (M-1 drafts)
+// runs the smallest that holds them all, recorded at its first use.
+var verifyRows = []int{2, 3, 5, 9, 16}
+
+// program returns the program for a step of rows tokens, nDraft of them drafts: decode (one
+// row), a verify program (the rows in one block), or prefill.
+func (m *Model) program(rows, nDraft int) (*runtime.Program, error) {
+	if rows == 1 {
+		return m.decode, nil
+	}
+	for i, vr := range verifyRows {
+		if rows > vr || (nDraft == 0 && rows > 8) {
+			continue
+		}
+		if m.verify[i] == nil {
+			p, err := m.record(vr, vr)
+			if err != nil {
+				return nil, err
+			}
+			m.verify[i] = p
+		}
+		return m.verify[i], nil
+	}
+	return m.prefill, nil
+}
+
 // Dispatches is the number of dispatches of one decode step.
 func (m *Model) Dispatches() int { return m.decode.Len() }
 
 // Logits reads the logits rows of the last step ([n_draft + 1, vocab]); for tests and tools.
 func (m *Model) Logits(rows int) ([]float32, error) {
 	return m.d.ReadF32(m.logits, rows*m.Cfg.Vocab)
-}
-
-// addNorm records xn = rmsnorm(x) * w for the step's rows. A separate dispatch instead of the
-// mat-vecs' NORM fusion: the fusion makes every workgroup of the following mat-vec recompute the
-// norm and multiply the norm weight in its inner loop, which doubled the LM head's time on
-// lavapipe (BENCHMARKS.md), while one more dispatch costs ~50 us.
-func (m *Model) addNorm(p *runtime.Program, x, w *webgpu.Buffer, eps float32) error {
-	return p.Add(runtime.KernelCall{
-		Kernel: "rmsnorm", Params: runtime.RMSNormParams{N: uint32(m.Cfg.Dim), Eps: eps},
-		Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: w}, {Buffer: m.xn}},
-		Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
-	})
 }

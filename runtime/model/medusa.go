@@ -167,7 +167,7 @@ func (md *Medusa) record() error {
 				return err
 			}
 			f := runtime.MatFusion{Bias: b.b, SiLU: true, Accum: true}
-			if err := p.AddMat(fmt.Sprintf("medusa.%d.%d", k, j), b.w, src, dst, c.Dim, f, false, t.dummy); err != nil {
+			if err := p.AddMat(fmt.Sprintf("medusa.%d.%d", k, j), b.w, src, dst, c.Dim, f, 1, t.dummy); err != nil {
 				return err
 			}
 			src = dst
@@ -176,7 +176,7 @@ func (md *Medusa) record() error {
 		if out == nil {
 			out = t.lmHead
 		}
-		if err := p.AddMat(fmt.Sprintf("medusa.%d.out", k), out, src, md.logits, c.Vocab, runtime.MatFusion{}, false, t.dummy); err != nil {
+		if err := p.AddMat(fmt.Sprintf("medusa.%d.out", k), out, src, md.logits, c.Vocab, runtime.MatFusion{}, 1, t.dummy); err != nil {
 			return err
 		}
 		err := p.Add(runtime.KernelCall{

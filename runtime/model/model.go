@@ -72,7 +72,6 @@ type Model struct {
 
 	// Activations, sized for PrefillChunk tokens.
 	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
-	xn             *webgpu.Buffer // [chunk, dim]: rmsnorm(x) * w, the input of qkv, w13, lm_head
 	logits         *webgpu.Buffer // [max_draft + 1, vocab]
 	tokens         *webgpu.Buffer // [chunk] u32
 	drafts         *webgpu.Buffer // [max_draft] u32
@@ -86,9 +85,11 @@ type Model struct {
 	lastPos0       int            // position of row 0 of the last step's activations
 	lastM          int            // rows of the last step
 
-	// decode: one row, mat-vecs. verify: k+1 rows with drafts, tiled matmuls, the LM head on
-	// all k+1 rows. prefill: many rows, tiled matmuls, the LM head on the last row only.
-	decode, verify, prefill *runtime.Program
+	// decode: one row. verify[i]: up to verifyRows[i] rows in one block (drafts to verify, or
+	// a short prompt), the LM head on the last n_draft + 1 of them; recorded at first use.
+	// prefill: many rows in blocks of 8, the LM head on the last row only.
+	decode, prefill *runtime.Program
+	verify          [5]*runtime.Program
 }
 
 // NewModel uploads host weights and records the decode and prefill programs.
@@ -103,13 +104,10 @@ func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, erro
 		return nil, err
 	}
 	var err error
-	if m.verify, err = m.record(true, true); err != nil {
+	if m.decode, err = m.record(1, 1); err != nil {
 		return nil, err
 	}
-	if m.decode, err = m.record(false, false); err != nil {
-		return nil, err
-	}
-	if m.prefill, err = m.record(true, false); err != nil {
+	if m.prefill, err = m.record(8, 1); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -177,7 +175,7 @@ func (m *Model) allocate() error {
 		n int
 		s string
 	}{
-		{&m.x, chunk * c.Dim, "x"}, {&m.xn, chunk * c.Dim, "xn"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
+		{&m.x, chunk * c.Dim, "x"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
 		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.logits, (o.MaxDraft + 1) * c.Vocab, "logits"},
 		{&m.tokens, chunk, "tokens"}, {&m.drafts, o.MaxDraft, "drafts"}, {&m.q, o.MaxDraft * c.Vocab, "q"},
 		{&m.out, o.MaxDraft + 2, "out"}, {&m.pageTable, maxPages, "page_table"}, {&m.dummy, 4, "dummy"},

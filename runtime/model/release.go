@@ -15,7 +15,7 @@ func (m *Model) Release() {
 	if m.lmHead != m.embed {
 		linears = append(linears, m.lmHead)
 	}
-	bufs := []*webgpu.Buffer{m.norm, m.x, m.xn, m.qkv, m.att, m.h, m.logits, m.tokens, m.drafts, m.q,
+	bufs := []*webgpu.Buffer{m.norm, m.x, m.qkv, m.att, m.h, m.logits, m.tokens, m.drafts, m.q,
 		m.out, m.pageTable, m.staging, m.scratch, m.dummy, m.aux}
 	for _, ly := range m.layers {
 		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
@@ -23,7 +23,11 @@ func (m *Model) Release() {
 	}
 	m.decode.Release()
 	m.prefill.Release()
-	m.verify.Release()
+	for _, v := range m.verify {
+		if v != nil {
+			v.Release()
+		}
+	}
 	for _, l := range linears {
 		l.Release()
 	}

@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func runTimed(b *testing.B, d *runtime.Device, p *runtime.Program, step runtime.
 }
 
 // benchWeights uploads n random weights in [-scale, scale) as wt.
-func benchWeights(b *testing.B, d *runtime.Device, n int, scale float64, wt wgsl.WeightType) *webgpu.Buffer {
+func benchWeights(b testing.TB, d *runtime.Device, n int, scale float64, wt wgsl.WeightType) *webgpu.Buffer {
 	b.Helper()
 	rng := rand.New(rand.NewSource(1))
 	v := make([]float32, n)
@@ -77,7 +78,7 @@ func benchWeights(b *testing.B, d *runtime.Device, n int, scale float64, wt wgsl
 	return buf
 }
 
-func benchStorage(b *testing.B, d *runtime.Device, n int) *webgpu.Buffer {
+func benchStorage(b testing.TB, d *runtime.Device, n int) *webgpu.Buffer {
 	b.Helper()
 	buf, err := d.NewStorage("bench", uint64(4*n))
 	if err != nil {
@@ -86,76 +87,76 @@ func benchStorage(b *testing.B, d *runtime.Device, n int) *webgpu.Buffer {
 	return buf
 }
 
-// matCall is a plain (unfused) matvec or matmul y[m, n] = x[m, :] . w[n, :], with weight rows
-// stride elements apart (k, or k padded as runtime.UploadLinear pads power-of-two widths).
-func matCall(b *testing.B, d *runtime.Device, kernel string, wt wgsl.WeightType, m, n, k, stride int) (runtime.KernelCall, []*webgpu.Buffer) {
-	w := benchWeights(b, d, n*stride, 0.02, wt)
-	x := benchWeights(b, d, m*k, 1, wgsl.F32)
-	small := benchStorage(b, d, max(n, k))
-	y := benchStorage(b, d, m*n)
-	grid := runtime.Fixed(ceilDiv(n, 64), 1, 1)
-	if kernel == "matmul" {
-		grid = runtime.Fixed(ceilDiv(n, 64), ceilDiv(m, 16), 1)
-	}
-	call := runtime.KernelCall{Kernel: kernel, Weights: wt,
-		Params:  runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, YStride: uint32(n), WStride: uint32(stride)},
-		Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: w}, {Buffer: small}, {Buffer: small}, {Buffer: y}},
-		Grid:    grid}
-	return call, []*webgpu.Buffer{w, x, small, y}
-}
-
 func release(bufs []*webgpu.Buffer) {
 	for _, b := range bufs {
 		b.Release()
 	}
 }
 
-// strides are the weight row strides benchmarked: packed, and padded by 64 bytes as
-// runtime.UploadLinear lays out rows whose bytes are a multiple of 1 KiB.
-func strides(k int, wt wgsl.WeightType) map[string]int {
-	elem := 4
-	if wt == wgsl.F16 {
-		elem = 2
+// matProgram is perSubmit copies of y[m, n] = x[m, :] . w[n, :] in one program, recorded as
+// the model records its matmuls (runtime.AddMat: its layout, kernel and workgroup shape),
+// blocks of rows rows.
+func matProgram(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k, rows, perSubmit int) (*runtime.Program, []*webgpu.Buffer) {
+	rng := rand.New(rand.NewSource(1))
+	v := make([]float32, n*k)
+	for i := range v {
+		v[i] = float32((2*rng.Float64() - 1) * 0.02)
 	}
-	return map[string]int{"packed": k, "padded": k + 64/elem}
+	w, err := d.UploadLinear("bench w", v, n, k, wt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Release)
+	x := benchWeights(b, d, m*k, 1, wgsl.F32)
+	y, dummy := benchStorage(b, d, m*n), benchStorage(b, d, 4)
+	p := benchProgram(b, d, runtime.KernelCall{}, 0)
+	for i := 0; i < perSubmit; i++ {
+		if err := p.AddMat("bench", w, x, y, n, runtime.MatFusion{}, rows, dummy); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p, []*webgpu.Buffer{x, y, dummy}
 }
 
 // BenchmarkMatvec4096 is the decode shape: one row times a 4096 x 4096 weight, 8 dispatches
-// per submit so that the submit's own cost is shared; GB/s counts weight bytes read. matvec4
-// (vec4 weight loads) is what the model uses for K % 4 == 0.
+// per submit so that the submit's own cost is shared; GB/s counts weight bytes read. "wg" is
+// the kernel without subgroups.
 func BenchmarkMatvec4096(b *testing.B) {
 	const n, perSubmit = 4096, 8
 	d := testDevice(b)
-	for _, kernel := range []string{"matvec", "matvec4"} {
+	for _, sg := range []bool{true, false} {
 		for _, wt := range weightTypes {
-			for _, layout := range []string{"packed", "padded"} {
-				b.Run(kernel+"/"+wt.String()+"/"+layout, func(b *testing.B) {
-					call, bufs := matCall(b, d, kernel, wt, 1, n, n, strides(n, wt)[layout])
-					defer release(bufs)
-					p := benchProgram(b, d, call, perSubmit)
-					per := runTimed(b, d, p, runtime.StepBlock{M: 1}) / perSubmit
-					bytes := float64(n * n * 4)
-					if wt == wgsl.F16 {
-						bytes /= 2
-					}
-					b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
-					b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
-				})
+			name := wt.String()
+			if !sg {
+				name += "/wg"
 			}
+			b.Run(name, func(b *testing.B) {
+				d.ForceNoSubgroups = !sg
+				defer func() { d.ForceNoSubgroups = false }()
+				p, bufs := matProgram(b, d, wt, 1, n, n, 1, perSubmit)
+				defer release(bufs)
+				per := runTimed(b, d, p, runtime.StepBlock{M: 1}) / perSubmit
+				bytes := float64(n * n * 4)
+				if wt == wgsl.F16 {
+					bytes /= 2
+				}
+				b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
+				b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
+			})
 		}
 	}
 }
 
-// BenchmarkMatmul1024 is 1024 x 1024 x 1024 (the prefill shape, 2.1 GFLOP per dispatch).
+// BenchmarkMatmul1024 is 1024 x 1024 x 1024 (2.1 GFLOP per dispatch), the prefill shape, in
+// blocks of 8 and 16 rows.
 func BenchmarkMatmul1024(b *testing.B) {
 	const n = 1024
 	d := testDevice(b)
 	for _, wt := range weightTypes {
-		for _, layout := range []string{"packed", "padded"} {
-			b.Run(wt.String()+"/"+layout, func(b *testing.B) {
-				call, bufs := matCall(b, d, "matmul", wt, n, n, n, strides(n, wt)[layout])
+		for _, rows := range []int{8, 16} {
+			b.Run(fmt.Sprintf("%v/rows=%d", wt, rows), func(b *testing.B) {
+				p, bufs := matProgram(b, d, wt, n, n, n, rows, 1)
 				defer release(bufs)
-				p := benchProgram(b, d, call, 1)
 				per := runTimed(b, d, p, runtime.StepBlock{M: n})
 				b.ReportMetric(2*n*n*n/per.Seconds()/1e9, "GFLOP/s")
 				b.ReportMetric(per.Seconds()*1e3, "ms/matmul")
@@ -180,4 +181,72 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 	p := benchProgram(b, d, call, perSubmit)
 	per := runTimed(b, d, p, runtime.StepBlock{M: 1})
 	b.ReportMetric(float64(per.Nanoseconds())/perSubmit/1e3, "us/dispatch")
+}
+
+// BenchmarkMatmulStories is the model's matmul (runtime.AddMat: the kernel, layout and
+// workgroup shape the model uses) on stories15M's shapes, for a decode step (1 row) and the
+// verify steps of k = 4 and 8 (5 and 9 rows); the shapes and row counts take turns.
+func BenchmarkMatmulStories(b *testing.B) {
+	d := testDevice(b)
+	shapes := []struct {
+		name string
+		n, k int
+		f    runtime.MatFusion
+	}{
+		{"lm_head", 32000, 288, runtime.MatFusion{}}, {"qkv", 864, 288, runtime.MatFusion{}},
+		{"wo", 288, 288, runtime.MatFusion{Accum: true}}, {"w13", 1536, 288, runtime.MatFusion{}},
+		{"w2", 288, 768, runtime.MatFusion{SwiGLU: true, Accum: true}},
+	}
+	type run struct {
+		name  string
+		p     *runtime.Program
+		step  runtime.StepBlock
+		times []time.Duration
+	}
+	var runs []*run
+	for _, sh := range shapes {
+		w, err := d.UploadLinear("w", make([]float32, sh.n*sh.k), sh.n, sh.k, wgsl.F32)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Release()
+		in := sh.k
+		if sh.f.SwiGLU {
+			in *= 2
+		}
+		x, y, dummy := benchStorage(b, d, 16*in), benchStorage(b, d, 16*sh.n), benchStorage(b, d, 4)
+		defer release([]*webgpu.Buffer{x, y, dummy})
+		for _, rows := range []int{1, 5, 9} {
+			p, err := d.NewProgram()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < 8; i++ {
+				if err := p.AddMat(sh.name, w, x, y, sh.n, sh.f, rows, dummy); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runs = append(runs, &run{name: fmt.Sprintf("%s/rows=%d", sh.name, rows), p: p, step: runtime.StepBlock{M: uint32(rows)}})
+		}
+	}
+	for i := 0; i < 10*b.N; i++ {
+		for _, r := range runs {
+			r.times = append(r.times, runTimedOnce(b, d, r.p, r.step)/8)
+		}
+	}
+	for _, r := range runs {
+		b.ReportMetric(float64(runtime.Median(r.times).Microseconds())/1000, "ms:"+r.name)
+	}
+}
+
+// runTimedOnce runs p once and waits for it.
+func runTimedOnce(b *testing.B, d *runtime.Device, p *runtime.Program, step runtime.StepBlock) time.Duration {
+	t0 := time.Now()
+	if err := p.Run(&step); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.WaitIdle(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
 }

@@ -112,12 +112,23 @@ func ropeRun(c *checker, l3 bool, nH, nKV, hd, m int) {
 
 func attentionCases() []testCase {
 	var out []testCase
-	for _, h := range attnHeads {
-		for _, hd := range []int{8, 48, 64, 128} {
-			for _, T := range []int{1, 7, 33, 300} {
-				for m := 1; m <= min(5, T); m++ {
-					out = append(out, testCase{"attention", "f32", fmt.Sprintf("heads=%d/%d hd=%d T=%d m=%d", h[0], h[1], hd, T, m), wgsl.F32,
-						func(c *checker) { attentionRun(c, h[0], h[1], hd, T, m) }})
+	for _, kernel := range []string{"attention", "attention_wg"} {
+		for _, h := range attnHeads {
+			for _, hd := range []int{8, 48, 64, 128} {
+				for _, T := range []int{1, 7, 33, 300} {
+					for m := 1; m <= min(5, T); m++ {
+						for _, rows := range []int{1, 3, 8} {
+							if kernel == "attention_wg" && rows > 1 || rows*hd/4 > 64 || (rows > 1 && rows != m && m != 5) {
+								continue
+							}
+							size := fmt.Sprintf("heads=%d/%d hd=%d T=%d m=%d", h[0], h[1], hd, T, m)
+							if kernel == "attention" {
+								size += fmt.Sprintf(" rows=%d", rows)
+							}
+							out = append(out, testCase{kernel, "f32", size, wgsl.F32,
+								func(c *checker) { attentionRun(c, kernel, h[0], h[1], hd, T, m, rows) }})
+						}
+					}
 				}
 			}
 		}
@@ -129,7 +140,11 @@ func attentionCases() []testCase {
 // pages are shuffled and whose slots past T hold poison (a kernel reading them yields NaN),
 // with q read from fused qkv rows of stride (nH + 2 nKV) hd. The output has an extra row
 // (dispatched too) that must keep its poison.
-func attentionRun(c *checker, nH, nKV, hd, T, m int) {
+func attentionRun(c *checker, kernel string, nH, nKV, hd, T, m, rows int) {
+	if kernel == "attention" && !c.d.UseSubgroups() {
+		c.skip("the adapter has no subgroups (attention_wg covers it)")
+		return
+	}
 	pos0 := T - m
 	stride := (nH + 2*nKV) * hd
 	qkv := c.uniform(m*stride, 2)
@@ -146,12 +161,18 @@ func attentionRun(c *checker, nH, nKV, hd, T, m int) {
 	}
 	outN := nH * hd
 	out := c.poisoned((m + 1) * outN)
-	c.dispatch(runtime.StepBlock{M: uint32(m), Pos0: uint32(pos0)}, runtime.KernelCall{Kernel: "attention", Weights: wgsl.F32,
+	grid := runtime.Fixed(uint32(nH), uint32(m+1), 1)
+	var o runtime.Overrides
+	if kernel == "attention" { // one subgroup per (block of rows rows, head): a workgroup each
+		o = runtime.Overrides{"WG": float64(c.d.Adapter.Info.SubgroupMax), "ROWS": float64(rows)}
+		grid = runtime.Fixed(uint32(nH)*ceilDiv(m+1, rows), 1, 1)
+	}
+	c.dispatch(runtime.StepBlock{M: uint32(m), Pos0: uint32(pos0)}, runtime.KernelCall{Kernel: kernel, Weights: wgsl.F32, Overrides: o,
 		Params: runtime.AttnParams{NHeads: uint32(nH), NKV: uint32(nKV), HeadDim: uint32(hd), PageSize: pageSize,
 			QStride: uint32(stride), Scale: float32(1 / math.Sqrt(float64(hd)))},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(qkv)}, {Buffer: c.u32(table)}, {Buffer: c.f32(kc)},
 			{Buffer: c.f32(vc)}, {Buffer: out}},
-		Grid: runtime.Fixed(uint32(nH), uint32(m+1), 1)})
+		Grid: grid})
 
 	q := make([]float32, m*outN)
 	pos := make([]int, m)

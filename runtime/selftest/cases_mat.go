@@ -84,12 +84,18 @@ func embedCases() []testCase {
 }
 
 // embedRun gathers m random rows (among them the last row and, when split, the rows either side
-// of the split) into an output one row longer than m, dispatching that extra row too: it must
-// keep its poison. A split table is two dispatches, parts [0, h) and [h, vocab), each filling
-// only its own tokens.
+// of the split) of a table in runtime.Linear's blocked layout into an output one row longer
+// than m, dispatching that extra row too: it must keep its poison. A split table is two
+// dispatches, parts [0, h) and [h, vocab) (h a whole number of blocks), each filling only its
+// own tokens.
 func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
-	table, seen := c.bigWeights(vocab*dim, 1, wt)
-	h := vocab / 2
+	_, seen := c.bigWeights(vocab*dim, 1, wt)
+	blocked := func(rows []float32) *webgpu.Buffer {
+		b, _ := c.weights(runtime.BlockedLayout(rows, len(rows)/dim, dim), wt) // already representable
+		return b
+	}
+	table := blocked(seen)
+	h := vocab / 2 / runtime.Block * runtime.Block
 	toks := make([]int, m)
 	tu := make([]uint32, m)
 	for i := range toks {
@@ -108,7 +114,7 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
 	tb := c.u32(tu)
 	call := func(part *webgpu.Buffer, row0, rows int) runtime.KernelCall {
 		return runtime.KernelCall{Kernel: "embed", Weights: wt,
-			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0)},
+			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32((dim + 3) / 4)},
 			Buffers: []webgpu.Binding{{Buffer: tb}, {Buffer: part}, {Buffer: x}},
 			Grid:    runtime.Fixed(ceilDiv(dim, 64), uint32(m+1), 1)}
 	}
@@ -116,9 +122,7 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
 	if !split || h == 0 {
 		c.dispatch(step, call(table, 0, vocab))
 	} else {
-		lo, _ := c.weights(seen[:h*dim], wt) // already representable: the same bits
-		hi, _ := c.weights(seen[h*dim:], wt)
-		c.dispatch(step, call(hi, h, vocab-h), call(lo, 0, h))
+		c.dispatch(step, call(blocked(seen[h*dim:]), h, vocab-h), call(blocked(seen[:h*dim]), 0, h))
 	}
 	want := append(ref.Embed(seen, toks, dim), poisonSlice(dim)...)
 	c.expect("x", c.readF32(x, (m+1)*dim), want, tolFor("embed", wt))
@@ -169,7 +173,7 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols bool, n, m int) {
 	c.expect("y", c.readF32(y, len(want)), want, tolFor("rmsnorm", wt))
 }
 
-// fusion is one combination of matvec's / matmul's override switches.
+// fusion is one combination of the matmul's override switches.
 type fusion struct {
 	name                                  string
 	norm, swiglu, bias, accum, last, silu bool
@@ -188,17 +192,79 @@ func (f fusion) overrides() runtime.Overrides {
 	return o
 }
 
-// The fusions checked: each switch alone, and the combinations the model uses.
+// The fusions checked: each switch alone, and the combinations the model and the drafters use.
 var fusions = []fusion{
 	{name: ""}, {name: "NORM", norm: true}, {name: "SWIGLU", swiglu: true},
 	{name: "HAS_BIAS", bias: true}, {name: "ACCUM", accum: true}, {name: "LAST_ROWS", last: true},
 	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
-	{name: "NORM+SWIGLU", norm: true, swiglu: true},
-	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block (mat-vecs only)
+	{name: "NORM+SWIGLU", norm: true, swiglu: true}, {name: "NORM+LAST_ROWS", norm: true, last: true},
+	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block
 }
 
-// The (N, K) shapes: awkward ones, then stories15M's FFN up (768, 288) and classifier.
+// The (N, K) shapes: awkward ones (K not a multiple of 4, N not of 8), then stories15M's FFN up
+// (768, 288) and classifier.
 var matShapes = [][2]int{{1, 1}, {7, 7}, {33, 33}, {4097, 7}, {7, 4097}, {modelHidden, modelDim}, {modelVocab, modelDim}}
+
+// blockShape is a matmul dispatch's register block and workgroup: ROWS x COLS per invocation.
+type blockShape struct{ rows, cols, wg int }
+
+// The blocks checked, each with the step sizes that exercise it: one row (decode); a block
+// taller than the step and one that splits it (verify); two blocks of many rows with one
+// column each (prefill); and, on the subgroup kernel, one-subgroup workgroups.
+var matBlocks = []struct {
+	b     blockShape
+	ms    []int
+	sgMin uint32 // workgroups of b.wg need subgroups of at most this size (0: any)
+}{
+	{blockShape{1, 4, 64}, []int{1, 3}, 0},
+	{blockShape{5, 2, 32}, []int{3, 9}, 32},
+	{blockShape{16, 1, 64}, []int{17}, 0},
+	{blockShape{9, 4, 8}, []int{9}, 8},
+}
+
+func matmulCases() []testCase {
+	var out []testCase
+	for _, kernel := range []string{"matmul", "matmul_wg"} {
+		for _, wt := range weightTypes {
+			for _, f := range fusions {
+				for _, s := range matShapes {
+					for _, mb := range matBlocks {
+						for _, m := range mb.ms {
+							// The classifier shape (157M multiply-adds in float64 a case) only
+							// with the fusions a classifier has, on the first blocks.
+							if s[0] == modelVocab && (m > 3 || f.swiglu || f.accum || f.silu || (f.bias && !f.norm)) {
+								continue
+							}
+							if mb.sgMin > 0 && kernel == "matmul_wg" {
+								continue
+							}
+							out = append(out, linCase(kernel, wt, f, mb.b, mb.sgMin, m, s[0], s[1]))
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func linCase(kernel string, wt wgsl.WeightType, f fusion, b blockShape, sgMax uint32, m, n, k int) testCase {
+	size := fmt.Sprintf("m=%d N=%d K=%d block=%dx%d/%d", m, n, k, b.rows, b.cols, b.wg)
+	if f.last {
+		size += fmt.Sprintf(" n_draft=%d", m/2)
+	}
+	return testCase{kernel, variantName(wt, f), size, wt, func(c *checker) {
+		if kernel == "matmul" && !c.d.UseSubgroups() {
+			c.skip("the adapter has no subgroups (matmul_wg covers it)")
+			return
+		}
+		if sgMax > 0 && c.d.Adapter.Info.SubgroupMax > sgMax {
+			c.skip(fmt.Sprintf("workgroups of %d need subgroups of at most %d", b.wg, sgMax))
+			return
+		}
+		linRun(c, kernel, wt, f, b, m, n, k)
+	}}
+}
 
 func variantName(wt wgsl.WeightType, f fusion) string {
 	if f.name == "" {
@@ -207,64 +273,11 @@ func variantName(wt wgsl.WeightType, f fusion) string {
 	return wt.String() + "+" + f.name
 }
 
-// matShapes4 are the shapes for matvec4 (K a multiple of 4), which the host picks for them.
-var matShapes4 = [][2]int{{1, 4}, {7, 8}, {33, 36}, {4097, 8}, {7, 4096}, {modelHidden, modelDim}, {modelVocab, modelDim}}
-
-func matvecCases() []testCase {
-	var out []testCase
-	for _, kernel := range []string{"matvec", "matvec4"} {
-		shapes := matShapes
-		if kernel == "matvec4" {
-			shapes = matShapes4
-		}
-		for _, wt := range weightTypes {
-			for _, f := range fusions {
-				for _, s := range shapes {
-					for _, m := range []int{1, 3, 9} {
-						out = append(out, linCase(kernel, wt, f, m, s[0], s[1]))
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// matmulCases checks the classifier shape only at m = 17 and with the fusions a classifier
-// has (none, NORM, NORM+HAS_BIAS): at 157M multiply-adds a case, its float64 reference costs
-// more than the lavapipe dispatch, and the awkward shapes cover every fusion.
-func matmulCases() []testCase {
-	var out []testCase
-	for _, wt := range weightTypes {
-		for _, f := range fusions {
-			if f.silu {
-				continue
-			}
-			for _, s := range matShapes {
-				for _, m := range []int{5, 17, 33, 64} { // 5: verifying 4 drafts
-					if s[0] == modelVocab && (m > 17 || f.swiglu || f.accum || (f.bias && !f.norm)) {
-						continue
-					}
-					out = append(out, linCase("matmul", wt, f, m, s[0], s[1]))
-				}
-			}
-		}
-	}
-	return out
-}
-
-func linCase(kernel string, wt wgsl.WeightType, f fusion, m, n, k int) testCase {
-	size := fmt.Sprintf("m=%d N=%d K=%d", m, n, k)
-	if f.last {
-		size += fmt.Sprintf(" n_draft=%d", m/2)
-	}
-	return testCase{kernel, variantName(wt, f), size, wt, func(c *checker) { linRun(c, kernel, wt, f, m, n, k) }}
-}
-
 // linRun checks y[r, col0 + n] (+)= xin[row0 + r, :] . w[n, :] (+ bias[col0 + n]) for r <
-// rows. One-row cases write a dense y; the others write columns col0 = 3 .. 3+N of a wider y
-// (y_stride = N + 5), whose other columns and extra last row must keep their poison.
-func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int) {
+// rows, the weight in runtime.Linear's blocked layout. One-row cases write a dense y; the
+// others write columns col0 = 3 .. 3+N of a wider y (y_stride = N + 5), whose other columns
+// and extra last row must keep their poison.
+func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShape, m, n, k int) {
 	rows, row0, nDraft := m, 0, 0
 	if f.last {
 		nDraft = m / 2
@@ -280,7 +293,8 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int
 		xw = 2 * k
 	}
 	x := c.uniform(m*xw, 1)
-	wb, w := c.bigWeights(n*k, 1/sqrtf(k), wt)
+	_, w := c.bigWeights(n*k, 1/sqrtf(k), wt)
+	wb, _ := c.weights(runtime.BlockedLayout(w, n, k), wt) // already representable: the same bits
 	bias := c.uniform(stride, 0.5)
 	normw := c.uniform(k, 0.5)
 	for i := range normw {
@@ -295,15 +309,13 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int
 		}
 	}
 	y := c.f32(y0)
-	grid := runtime.Fixed(ceilDiv(n, 64), 1, 1)
-	if kernel == "matmul" {
-		grid = runtime.Fixed(ceilDiv(n, 64), ceilDiv(m, 16), 1)
-	}
-	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: f.overrides(),
+	o := f.overrides()
+	o["ROWS"], o["COLS"], o["WG"] = float64(b.rows), float64(b.cols), float64(b.wg)
+	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
 		Params: runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, Col0: uint32(col0), YStride: uint32(stride)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: c.f32(bias)},
 			{Buffer: c.f32(normw)}, {Buffer: y}},
-		Grid: grid})
+		Grid: runtime.Fixed(ceilDiv(n, b.wg*b.cols), ceilDiv(rows, b.rows), 1)})
 
 	xin := x[row0*xw : (row0+rows)*xw]
 	if f.swiglu {
@@ -312,13 +324,13 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int
 	if f.norm {
 		xin = ref.RMSNorm(xin, normw, rows, k, eps)
 	}
-	var b []float32
+	var bb []float32
 	if f.bias {
-		b = bias[col0 : col0+n]
+		bb = bias[col0 : col0+n]
 	}
 	var got []float32
 	if f.silu { // silu(x . w + bias) + resid
-		got = ref.MatMul(xin, w, b, nil, rows, n, k)
+		got = ref.MatMul(xin, w, bb, nil, rows, n, k)
 		for i := range got {
 			got[i] = float32(ref.Silu(float64(got[i])))
 		}
@@ -326,7 +338,7 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, m, n, k int
 			got = ref.Add(got, resid)
 		}
 	} else {
-		got = ref.MatMul(xin, w, b, resid, rows, n, k)
+		got = ref.MatMul(xin, w, bb, resid, rows, n, k)
 	}
 	want := poisonSlice((rows + 1) * stride)
 	for r := 0; r < rows; r++ {

@@ -63,21 +63,20 @@ type tol struct{ atol, rtol float64 }
 //	kernel     f32 atol  rtol   f16 atol  rtol   why
 //	embed      0         0      6.2e-5    0      a copy; f16 subnormals (< 6.1e-5) may be flushed
 //	rmsnorm    1e-4      1e-3   2e-3      1e-3   f32 sum of squares, inverseSqrt (2 ulp)
-//	matvec(4)  1e-4      1e-3   2e-3      1e-3   f32 dot products of up to 4097 terms
-//	matmul     1e-4      1e-3   2e-3      1e-3   the same, register-blocked
+//	matmul     1e-4      1e-3   2e-3      1e-3   f32 dot products of up to 4097 terms (and _wg)
 //	rope_kv    2e-3      1e-3   -         -      WGSL sin/cos: absolute 2^-11 on [-pi, pi]
-//	attention  2e-4      1e-3   -         -      f32 online softmax, exp (3 + 2|x| ulp)
+//	attention  2e-4      1e-3   -         -      f32 online softmax, exp (3 + 2|x| ulp) (and _wg)
 //	copy_rows  0         0      -         -      a copy
 //	argmax_rows, sample: exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
 var tolerances = map[string][2]tol{
-	"embed":     {{0, 0}, {6.2e-5, 0}},
-	"rmsnorm":   {{1e-4, 1e-3}, {2e-3, 1e-3}},
-	"matvec":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
-	"matvec4":   {{1e-4, 1e-3}, {2e-3, 1e-3}},
-	"matmul":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
-	"rope_kv":   {{2e-3, 1e-3}, {2e-3, 1e-3}},
-	"attention": {{2e-4, 1e-3}, {2e-4, 1e-3}},
-	"copy_rows": {{0, 0}, {0, 0}},
+	"embed":        {{0, 0}, {6.2e-5, 0}},
+	"rmsnorm":      {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"matmul":       {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"matmul_wg":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
+	"rope_kv":      {{2e-3, 1e-3}, {2e-3, 1e-3}},
+	"attention":    {{2e-4, 1e-3}, {2e-4, 1e-3}},
+	"attention_wg": {{2e-4, 1e-3}, {2e-4, 1e-3}},
+	"copy_rows":    {{0, 0}, {0, 0}},
 }
 
 // Agreement thresholds of the stochastic sampling cases (Gumbel keys and acceptance ratios
@@ -100,7 +99,6 @@ func allCases() []testCase {
 	var all []testCase
 	all = append(all, embedCases()...)
 	all = append(all, rmsnormCases()...)
-	all = append(all, matvecCases()...)
 	all = append(all, matmulCases()...)
 	all = append(all, ropeCases()...)
 	all = append(all, attentionCases()...)
@@ -186,7 +184,7 @@ func runCase(d *runtime.Device, cache *weightCache, tc testCase) (r Result) {
 			r.Pass = false
 			return
 		}
-		r.Pass = r.Err == "" && len(r.FirstMismatches) == 0 && (r.checked > 0 || r.Agreement > 0)
+		r.Pass = r.Err == "" && len(r.FirstMismatches) == 0 && (r.checked > 0 || r.Agreement > 0 || r.Skipped != "")
 		if !r.Pass && r.Err == "" && len(r.FirstMismatches) == 0 {
 			r.Err = "nothing was checked"
 		}
@@ -203,6 +201,9 @@ type checker struct {
 	rng   *rand.Rand
 	bufs  []*webgpu.Buffer
 }
+
+// skip records that the case cannot run on this adapter, and why (it then passes).
+func (c *checker) skip(why string) { c.res.Skipped = why }
 
 func (c *checker) must(err error) {
 	if err != nil {

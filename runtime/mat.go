@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/wspec/wspec/runtime/webgpu"
+)
+
+// MatFusion selects the fusions of a matmul dispatch (wgsl/mat_io.wgsl).
+type MatFusion struct {
+	Norm     *webgpu.Buffer // RMSNorm weight [K] applied to the input (nil: none)
+	Eps      float32
+	SwiGLU   bool           // the input is [gate | up], 2K wide
+	Bias     *webgpu.Buffer // [Rows] (nil: none)
+	SiLU     bool           // silu(W x + b), before Accum (Medusa's residual blocks)
+	Accum    bool           // y += W x (residual add)
+	LastRows bool           // only the last n_draft + 1 input rows
+}
+
+// MaxBlockRows is the most rows one matmul invocation holds in registers (MAXR in the kernel).
+const MaxBlockRows = 16
+
+// matWG is the largest matmul workgroup: a multiple of every subgroup size UseSubgroups accepts.
+const matWG = 64
+
+// UseSubgroups reports whether the kernels' subgroup paths run on this device: the feature is
+// there, subgroups divide a workgroup of 64, and ForceNoSubgroups is off.
+func (d *Device) UseSubgroups() bool {
+	s := d.Adapter.Info.SubgroupMax
+	return d.HasSubgroups && !d.ForceNoSubgroups && s >= 4 && s <= matWG && s&(s-1) == 0
+}
+
+// matShape is the workgroup size and the columns per invocation for a matrix of n rows:
+// 4 columns per invocation (each input value fetched once serves 4 weights), in workgroups
+// as large as keep at least 8 of them (two CPU threads stay busy and balanced; a GPU gets
+// one per few cores) without computing more than an eighth of padding columns. Workgroups
+// are at least the subgroup size (and 64 without subgroups).
+func (d *Device) matShape(n int) (wg, cols int) {
+	minWG := matWG
+	if d.UseSubgroups() {
+		minWG = int(max(d.Adapter.Info.SubgroupMax, 8))
+	}
+	wg = minWG
+	for w := matWG; w > minWG; w /= 2 {
+		per := w * 4
+		groups := (n + per - 1) / per
+		if groups >= 8 && groups*per-n <= n/8 {
+			wg = w
+			break
+		}
+	}
+	return wg, 4
+}
+
+// AddMat records y = W xin (with fusions) for the step's rows into program p: one dispatch per
+// part of W, each invocation computing a block of rows x a few columns. rows (1..MaxBlockRows)
+// is the block's height: 1 for decoding, the verified rows for a verify step, more for a
+// prefill, whose rows then go in several blocks (grid.y).
+func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride int, f MatFusion, rows int, dummy *webgpu.Buffer) error {
+	if rows < 1 || rows > MaxBlockRows {
+		return fmt.Errorf("runtime: %s: %d rows per block, want 1..%d", name, rows, MaxBlockRows)
+	}
+	o := Overrides{"ROWS": float64(rows)}
+	for key, on := range map[string]bool{"NORM": f.Norm != nil, "SWIGLU": f.SwiGLU, "HAS_BIAS": f.Bias != nil,
+		"SILU": f.SiLU, "ACCUM": f.Accum, "LAST_ROWS": f.LastRows} {
+		if on {
+			o[key] = 1
+		}
+	}
+	kernel := "matmul_wg"
+	if p.d.UseSubgroups() {
+		kernel = "matmul"
+	}
+	norm, bias := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy)
+	for _, part := range w.parts {
+		n := uint32(part.rows)
+		wg, cols := p.d.matShape(part.rows)
+		po := Overrides{"COLS": float64(cols), "WG": float64(wg)}
+		for k, v := range o {
+			po[k] = v
+		}
+		lastRows, perWG, r := f.LastRows, uint32(wg*cols), uint32(rows)
+		grid := func(s *StepBlock) (uint32, uint32, uint32) {
+			m := s.M
+			if lastRows {
+				m = min(s.NDraft+1, s.M)
+			}
+			return CeilDiv(n, perWG), CeilDiv(m, r), 1
+		}
+		err := p.Add(KernelCall{
+			Kernel: kernel, Weights: w.WT, Overrides: po,
+			Params:  MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride)},
+			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}},
+			Grid:    grid,
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func orDummy(b, dummy *webgpu.Buffer) *webgpu.Buffer {
+	if b == nil {
+		return dummy
+	}
+	return b
+}

@@ -1,0 +1,90 @@
+// mat_io.wgsl: what matmul.wgsl and matmul_wg.wgsl share: Params, bindings, the fused input
+// xin and the fused output store.
+//
+// y[r, col0 + n] (+)= sum_k xin[r, k] * w[n, k] (+ bias[col0 + n]) for the rows r of the step.
+// The weight is stored in blocks of 8 rows (one row per lane of a block, so a subgroup's loads
+// are contiguous): w[(n / 8) * k4 + q][n % 8] is the vec4 w[n, 4q .. 4q + 4], with
+// k4 = ceil(k / 4) and zeros past k and past the last row (runtime.UploadLinear lays it out).
+//
+// Fusions (override constants):
+//   NORM      xin = x * normw / rms(x): RMSNorm on the input (the sum of squares is gathered
+//             on the way, so the norm costs no extra pass over x)
+//   SWIGLU    xin[r, k] = silu(x[r, k]) * x[r, k + K]: the input is [gate | up], 2K wide
+//   HAS_BIAS  + bias[col0 + n]
+//   SILU      y = silu(...) before ACCUM (Medusa's residual blocks)
+//   ACCUM     y += ... (the residual add)
+//   LAST_ROWS only the last n_draft + 1 rows of x, written as rows 0.. (the LM head)
+//!include common.wgsl
+struct Params {
+  n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
+  _a: u32, _b: u32, _c: u32,
+}
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<uniform> S: Step;
+@group(0) @binding(2) var<storage, read> x: array<f32>;            // [rows, k] or [rows, 2k] with SWIGLU
+@group(0) @binding(3) var<storage, read> w: array<vec4<wtype>>;    // [ceil(n / 8), k4, 8] (see above)
+@group(0) @binding(4) var<storage, read> bias: array<f32>;         // [col0 + n]
+@group(0) @binding(5) var<storage, read> normw: array<f32>;        // [k]
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;      // [rows, y_stride]
+override NORM: bool = false;
+override SWIGLU: bool = false;
+override HAS_BIAS: bool = false;
+override SILU: bool = false;
+override ACCUM: bool = false;
+override LAST_ROWS: bool = false;
+override ROWS: u32 = 1;  // rows per invocation (register block)
+override COLS: u32 = 1;  // columns per invocation (register block)
+override WG: u32 = 64;   // invocations per workgroup (a multiple of the subgroup size)
+
+// step_rows returns the rows the dispatch covers: (first row of x, count).
+fn step_rows() -> vec2u {
+  if (LAST_ROWS) {
+    let rows = min(S.n_draft + 1u, S.m);
+    return vec2u(S.m - rows, rows);
+  }
+  return vec2u(0u, S.m);
+}
+
+// xraw is the (SWIGLU-fused) input x[row, k] before the norm; 0 past k.
+fn xraw(row: u32, k: u32) -> f32 {
+  if (k >= P.k) { return 0.0; }
+  if (SWIGLU) {
+    let b = row * 2u * P.k + k;
+    return silu(x[b]) * x[b + P.k];
+  }
+  return x[row * P.k + k];
+}
+
+// xraw4 is xraw at k = 4q .. 4q + 4.
+fn xraw4(row: u32, q: u32) -> vec4f {
+  let k = 4u * q;
+  return vec4f(xraw(row, k), xraw(row, k + 1u), xraw(row, k + 2u), xraw(row, k + 3u));
+}
+
+// normw4 is the norm weight at k = 4q .. 4q + 4 (1 without NORM, 0 past k).
+fn normw4(q: u32) -> vec4f {
+  if (!NORM) { return vec4f(1.0); }
+  let k = 4u * q;
+  var v = vec4f(0.0);
+  if (k < P.k) { v.x = normw[k]; }
+  if (k + 1u < P.k) { v.y = normw[k + 1u]; }
+  if (k + 2u < P.k) { v.z = normw[k + 2u]; }
+  if (k + 3u < P.k) { v.w = normw[k + 3u]; }
+  return v;
+}
+
+// wrow is the index of column n's vec4 q in w.
+fn wat(n: u32, q: u32, k4: u32) -> u32 { return ((n / 8u) * k4 + q) * 8u + n % 8u; }
+
+// store writes output row r (relative to the dispatch's first row) of column n: v is the
+// dot product, ss the row's sum of squares (NORM).
+fn store(r: u32, n: u32, v: f32, ss: f32) {
+  var o = v;
+  if (NORM) { o *= inverseSqrt(ss / f32(P.k) + P.eps); }
+  let col = P.col0 + n;
+  if (HAS_BIAS) { o += bias[col]; }
+  if (SILU) { o = silu(o); }
+  let i = r * P.y_stride + col;
+  if (ACCUM) { o += y[i]; }
+  y[i] = o;
+}
