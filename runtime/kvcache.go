@@ -73,6 +73,20 @@ func (s *Sequence) Len() int { return s.n }
 // Pages is the page table (logical to physical).
 func (s *Sequence) Pages() []int { return s.pages }
 
+// PagesNeeded is the number of free pages Reserve(newLen) would take: new pages, and private
+// copies of the shared pages the new tokens write into.
+func (s *Sequence) PagesNeeded(newLen int) int {
+	ps := s.pool.PageSize
+	need := (newLen + ps - 1) / ps
+	n := max(0, need-len(s.pages))
+	for lp := s.n / ps; lp < len(s.pages) && lp < need; lp++ {
+		if s.pool.refs[s.pages[lp]] > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // Reserve makes room for tokens up to newLen: it allocates pages, and replaces shared pages
 // that the new tokens will write into by private copies (returned for the device to copy).
 // On error nothing has changed.

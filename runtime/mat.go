@@ -15,6 +15,7 @@ type MatFusion struct {
 	SiLU     bool           // silu(W x + b), before Accum (Medusa's residual blocks)
 	Accum    bool           // y += W x (residual add)
 	LastRows bool           // only the last n_draft + 1 input rows
+	Gather   *webgpu.Buffer // only the input rows it lists ([Step.LogitRows] u32), written as rows 0..
 }
 
 // MaxBlockRows is the most rows one matmul invocation holds in registers (MAXR in the kernel).
@@ -62,7 +63,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	}
 	o := Overrides{"ROWS": float64(rows)}
 	for key, on := range map[string]bool{"NORM": f.Norm != nil, "SWIGLU": f.SwiGLU, "HAS_BIAS": f.Bias != nil,
-		"SILU": f.SiLU, "ACCUM": f.Accum, "LAST_ROWS": f.LastRows} {
+		"SILU": f.SiLU, "ACCUM": f.Accum, "LAST_ROWS": f.LastRows, "GATHER": f.Gather != nil} {
 		if on {
 			o[key] = 1
 		}
@@ -71,7 +72,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	if p.d.UseSubgroups() {
 		kernel = "matmul"
 	}
-	norm, bias := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy)
+	norm, bias, sel := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy), orDummy(f.Gather, dummy)
 	for _, part := range w.parts {
 		n := uint32(part.rows)
 		wg, cols := p.d.matShape(part.rows)
@@ -79,18 +80,21 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		for k, v := range o {
 			po[k] = v
 		}
-		lastRows, perWG, r := f.LastRows, uint32(wg*cols), uint32(rows)
+		lastRows, gather, perWG, r := f.LastRows, f.Gather != nil, uint32(wg*cols), uint32(rows)
 		grid := func(s *StepBlock) (uint32, uint32, uint32) {
 			m := s.M
-			if lastRows {
+			switch {
+			case lastRows:
 				m = min(s.NDraft+1, s.M)
+			case gather:
+				m = s.LogitRows
 			}
 			return CeilDiv(n, perWG), CeilDiv(m, r), 1
 		}
 		err := p.Add(KernelCall{
 			Kernel: kernel, Weights: w.WT, Overrides: po,
 			Params:  MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride)},
-			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}},
+			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}, {Buffer: sel}},
 			Grid:    grid,
 		})
 		if err != nil {

@@ -28,12 +28,31 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 	return nil
 }
 
+// AttnBuffers are one attention layer's buffers. Rows, Seqs and Blocks make the step batched
+// (positions, page tables and attention blocks per row and sequence: see common.wgsl); without
+// them it is one sequence, whose rows are at positions pos0.. and whose page table starts at
+// PageTable's first entry. Dummy (at least 64 bytes) stands in for the buffers not used.
+type AttnBuffers struct {
+	QKV, PageTable, KC, VC, Out *webgpu.Buffer
+	Rows, Seqs, Blocks          *webgpu.Buffer
+	Dummy                       *webgpu.Buffer
+}
+
+// AttentionBlockRows is the most rows one attention task takes together (they share each key
+// and value read, and their queries stay in registers) in a program whose matmul blocks hold
+// rows rows, for heads of headDim.
+func AttentionBlockRows(rows, headDim int) int {
+	return max(1, min(rows, 8, 64/max(1, headDim/4)))
+}
+
 // AddAttention records the attention block of one layer of architecture c over a paged KV
-// cache, the new tokens in blocks of up to rows (as the matmuls' blocks): rope_kv (q rotated in place in qkv, k rotated and v copied into the pages of kc and
-// vc at the step's positions) and attention (att [m, n_heads * hd] from q and the cache).
-// qkv is [m, (n_heads + 2 n_kv) * hd], q heads first.
-func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, qkv, pageTable, kc, vc, att *webgpu.Buffer) error {
+// cache, the new tokens of a sequence in blocks of AttentionBlockRows(rows, c.HeadDim):
+// rope_kv (q rotated in place in qkv, k rotated and v copied into the pages of kc and vc at
+// the tokens' positions) and attention (att [m, n_heads * hd] from q and the cache). qkv is
+// [m, (n_heads + 2 n_kv) * hd], q heads first.
+func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuffers) error {
 	hd := c.HeadDim
+	batch := b.Rows != nil
 	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
 		PageSize: uint32(pageSize), Theta: float32(c.RopeTheta)}
 	o := Overrides{}
@@ -42,10 +61,14 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, qkv, pageT
 		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
 		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
 	}
+	rowsB, seqsB, blocksB := orDummy(b.Rows, b.Dummy), orDummy(b.Seqs, b.Dummy), orDummy(b.Blocks, b.Dummy)
+	if batch {
+		o["BATCH"] = 1
+	}
 	work := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd) // rotation pairs + v elements
 	err := p.Add(KernelCall{
 		Kernel: "rope_kv", Overrides: o, Params: rope,
-		Buffers: []webgpu.Binding{{Buffer: qkv}, {Buffer: pageTable}, {Buffer: kc}, {Buffer: vc}},
+		Buffers: []webgpu.Binding{{Buffer: b.QKV}, {Buffer: b.PageTable}, {Buffer: b.KC}, {Buffer: b.VC}, {Buffer: rowsB}, {Buffer: seqsB}},
 		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(work, 64), s.M, 1 },
 	})
 	if err != nil {
@@ -53,21 +76,27 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, qkv, pageT
 	}
 	heads := uint32(c.NHeads)
 	kernel, grid := "attention_wg", func(s *StepBlock) (uint32, uint32, uint32) { return heads, s.M, 1 }
-	var ao Overrides
+	ao := Overrides{}
 	if p.d.UseSubgroups() && hd%4 == 0 && hd/4 <= 64 && hd/4 <= 8*int(p.d.Adapter.Info.SubgroupMin) {
 		// One subgroup per (block of tokens, head), in workgroups of one subgroup: CPU adapters
-		// run a workgroup on one thread, and a decode step has only as many tasks as heads. A
-		// block's rows share each key and value read; its queries stay in registers.
+		// run a workgroup on one thread, and a decode step has only as many tasks as heads.
 		kernel = "attention"
-		r := uint32(max(1, min(rows, 8, 64/(hd/4))))
+		r := uint32(AttentionBlockRows(rows, hd))
 		ao = Overrides{"WG": float64(p.d.Adapter.Info.SubgroupMax), "ROWS": float64(r)}
 		grid = func(s *StepBlock) (uint32, uint32, uint32) { return heads * CeilDiv(s.M, r), 1, 1 }
+		if batch {
+			grid = func(s *StepBlock) (uint32, uint32, uint32) { return heads * s.NBlocks, 1, 1 }
+		}
+	}
+	if batch {
+		ao["BATCH"] = 1
 	}
 	return p.Add(KernelCall{
 		Kernel: kernel, Overrides: ao,
 		Params: AttnParams{NHeads: heads, NKV: uint32(c.NKVHeads), HeadDim: uint32(hd), PageSize: uint32(pageSize),
 			QStride: uint32((c.NHeads + 2*c.NKVHeads) * hd), Scale: float32(1 / math.Sqrt(float64(hd)))},
-		Buffers: []webgpu.Binding{{Buffer: qkv}, {Buffer: pageTable}, {Buffer: kc}, {Buffer: vc}, {Buffer: att}},
-		Grid:    grid,
+		Buffers: []webgpu.Binding{{Buffer: b.QKV}, {Buffer: b.PageTable}, {Buffer: b.KC}, {Buffer: b.VC}, {Buffer: b.Out},
+			{Buffer: rowsB}, {Buffer: seqsB}, {Buffer: blocksB}},
+		Grid: grid,
 	})
 }

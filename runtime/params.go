@@ -11,18 +11,46 @@ import (
 
 // StepBlock mirrors common.wgsl's Step: what changes from one forward step to the next.
 type StepBlock struct {
-	M           uint32  // new tokens in this step
-	Pos0        uint32  // position of the first new token
-	NDraft      uint32  // draft tokens among them; logits rows sampled = NDraft + 1
-	Seq         uint32  // sequence id (random key)
-	SeedLo      uint32  // seed, low word
-	SeedHi      uint32  // seed, high word
+	M         uint32 // rows (new tokens) in this step
+	Pos0      uint32 // one-sequence programs (drafter heads): position of row 0
+	NDraft    uint32 // one-sequence programs: drafts among the rows (LAST_ROWS reads n_draft + 1)
+	NSeqs     uint32 // batched programs: sequences in the step
+	LogitRows uint32 // batched programs: rows the LM head and the sampler see
+	NBlocks   uint32 // batched programs: attention blocks
+	A, B      uint32
+}
+
+// RowInfo mirrors common.wgsl's RowInfo: a batched step's row.
+type RowInfo struct{ Seq, Pos uint32 }
+
+// AttnBlock mirrors common.wgsl's Block: consecutive rows of one sequence that attention takes
+// together.
+type AttnBlock struct{ Row0, Rows uint32 }
+
+// SeqInfo mirrors common.wgsl's SeqInfo: a batched step's sequence.
+type SeqInfo struct {
+	PageOff     uint32  // its page table's offset in the page-table buffer
+	LogitRow0   uint32  // its first row among the step's logits rows
+	NDraft      uint32  // drafts among its rows: it samples from its last NDraft + 1 rows
+	Sampled     uint32  // 1: it samples this step
+	PosSample   uint32  // position of the token its first logits row predicts
+	DraftOff    uint32  // offset of its drafts in the drafts buffer (and of their rows in q)
+	SeedLo      uint32  // its random key: seed, low and high words, and sequence id
+	SeedHi      uint32  //
+	SeqID       uint32  //
 	Temperature float32 // <= 0: greedy
 	TopP        float32 // 1: off
 	TopK        uint32  // 0: off
 	HasQ        uint32  // draft probabilities given
-	Vocab       uint32  // logits row width
-	Pad         uint32
+	A, B, C     uint32
+}
+
+// RowResult mirrors sample_rows.wgsl's RowResult: what the sampler's pick reads of a row.
+type RowResult struct {
+	Tok   uint32
+	Ratio float32
+	Bad   uint32
+	A     uint32
 }
 
 // EmbedParams mirrors embed.wgsl's Params.
@@ -59,11 +87,11 @@ type AttnParams struct {
 	A, B                                    uint32
 }
 
-// SampleParams mirrors sample.wgsl's Params.
-type SampleParams struct{ Vocab, A, B, C uint32 }
+// SampleParams mirrors sample_rows.wgsl's and sample_pick.wgsl's Params.
+type SampleParams struct{ Vocab, OutStride, A, B uint32 }
 
-// paramBytes is the little-endian image of a params struct.
-func paramBytes(v any) []byte {
+// ParamBytes is the little-endian image of a params (or other fixed-size) struct.
+func ParamBytes(v any) []byte {
 	var b bytes.Buffer
 	if err := binary.Write(&b, binary.LittleEndian, v); err != nil {
 		panic("runtime: params struct with a non-fixed-size field: " + err.Error())
@@ -76,3 +104,13 @@ type CopyRowsParams struct{ Width, SrcStride, DstStride, DstOff uint32 }
 
 // ArgmaxParams mirrors argmax_rows.wgsl's Params.
 type ArgmaxParams struct{ Cols, OutOff, A, B uint32 }
+
+// SliceBytes is the little-endian image of a slice of fixed-size structs (an array of them
+// in a storage buffer, whose stride is the struct's size: every mirror is 4-byte fields).
+func SliceBytes[T any](v []T) []byte {
+	var out []byte
+	for _, x := range v {
+		out = append(out, ParamBytes(x)...)
+	}
+	return out
+}

@@ -36,7 +36,7 @@ func (d *Device) Record(step *webgpu.Buffer, c KernelCall) (Dispatch, error) {
 	if err != nil {
 		return Dispatch{}, err
 	}
-	ub, err := d.NewUniform(c.Kernel+" params", paramBytes(c.Params))
+	ub, err := d.NewUniform(c.Kernel+" params", ParamBytes(c.Params))
 	if err != nil {
 		return Dispatch{}, err
 	}
@@ -64,7 +64,7 @@ type Program struct {
 
 // NewProgram makes an empty program with its own Step block.
 func (d *Device) NewProgram() (*Program, error) {
-	sb, err := d.CreateBuffer("step", uint64(len(paramBytes(StepBlock{}))), webgpu.UsageUniform|webgpu.UsageCopyDst)
+	sb, err := d.CreateBuffer("step", uint64(len(ParamBytes(StepBlock{}))), webgpu.UsageUniform|webgpu.UsageCopyDst)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (p *Program) Names() []string {
 // Encode writes the Step block and appends every dispatch with a non-empty grid to enc, all in
 // one compute pass, or one pass per dispatch with timestamps when qs is given (profiling).
 func (p *Program) Encode(enc *webgpu.Encoder, s *StepBlock, qs *webgpu.QuerySet) {
-	p.Step.Write(0, paramBytes(*s))
+	p.Step.Write(0, ParamBytes(*s))
 	var pass *webgpu.Pass
 	if qs == nil {
 		pass = enc.BeginPass(nil, 0)

@@ -67,7 +67,7 @@ func NewDraftModelMethod(m *model.Model, targetVocab int) (*DraftModelMethod, er
 func (dm *DraftModelMethod) Name() string { return "draft_model" }
 
 // NewDrafter starts a sequence of its own on the draft model.
-func (dm *DraftModelMethod) NewDrafter() (Drafter, error) {
+func (dm *DraftModelMethod) NewDrafter(Target) (Drafter, error) {
 	return &DraftModel{m: dm.m, sess: dm.m.NewSession()}, nil
 }
 

@@ -51,13 +51,13 @@ func writeLlamaDir(t testing.TB, w *weights.LlamaWeights) string {
 }
 
 // draftModel makes the draft_model drafter through the registry, from a checkpoint folder.
-func draftModel(t testing.TB, dir string, target *model.Model) *DraftModel {
+func draftModel(t testing.TB, dir string, target *model.Model) Drafter {
 	t.Helper()
 	d, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: dir}, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.(*DraftModel)
+	return d
 }
 
 // Greedy decoding with a draft model gives plain greedy's tokens for every k: with a smaller
@@ -68,7 +68,7 @@ func TestDraftModelGreedyExact(t *testing.T) {
 	m := newDeviceModel(t, w)
 	const n = 40
 	want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
-	drafters := map[string]*DraftModel{
+	drafters := map[string]Drafter{
 		"small": draftModel(t, writeLlamaDir(t, ref.RandomLlama(smallCfg, 9)), m),
 		"self":  draftModel(t, writeLlamaDir(t, w), m),
 	}
@@ -100,7 +100,7 @@ func TestDraftModelSampled(t *testing.T) {
 	dm := draftModel(t, writeLlamaDir(t, ref.RandomLlama(smallCfg, 3)), m)
 	self := draftModel(t, writeLlamaDir(t, w), m)
 	for _, s := range []model.Sampling{{Temperature: 1, TopP: 0.95, Seed: 42}, {Temperature: 0.7, TopK: 20, Seed: 7, SeqID: 1}} {
-		for name, d := range map[string]*DraftModel{"small": dm, "self": self} {
+		for name, d := range map[string]Drafter{"small": dm, "self": self} {
 			a, met := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 			b, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 			fake, _ := decode(t, w, nil, d, loopPrompt, 4, 30, s, nil)

@@ -19,7 +19,7 @@ import (
 //	ck, err := spec.Open(cfg, targetConfig)   // read and check the checkpoint (host memory)
 //	target := model.New(..., AuxLayers: ck.AuxLayers())
 //	m, err := ck.Load(target)                 // the drafter's weights on the target's device
-//	d, err := m.NewDrafter()                  // one sequence's drafter
+//	d, err := m.NewDrafter(session)           // one sequence's drafter
 //	... Decode(ctx, session, d, ...); d.Release()
 //	m.Release()
 
@@ -46,8 +46,9 @@ type Drafter interface {
 type Method interface {
 	// Name is the mode ("ngram", "eagle3", ...).
 	Name() string
-	// NewDrafter starts the drafter of one new sequence.
-	NewDrafter() (Drafter, error)
+	// NewDrafter starts the drafter of one new sequence, whose target is t (the drafter heads
+	// read its rows of the target's steps: t must then be a *model.Session).
+	NewDrafter(t Target) (Drafter, error)
 	// Release frees the method's device memory. Its drafters must be released first.
 	Release()
 }
@@ -130,8 +131,8 @@ type stateless struct {
 	make func() Drafter
 }
 
-func (s stateless) AuxLayers() []int                  { return nil }
-func (s stateless) Load(*model.Model) (Method, error) { return s, nil }
-func (s stateless) Name() string                      { return s.name }
-func (s stateless) NewDrafter() (Drafter, error)      { return s.make(), nil }
-func (s stateless) Release()                          {}
+func (s stateless) AuxLayers() []int                   { return nil }
+func (s stateless) Load(*model.Model) (Method, error)  { return s, nil }
+func (s stateless) Name() string                       { return s.name }
+func (s stateless) NewDrafter(Target) (Drafter, error) { return s.make(), nil }
+func (s stateless) Release()                           {}

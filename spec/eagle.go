@@ -65,9 +65,17 @@ type EagleMethod struct {
 // Name is "eagle" or "eagle3".
 func (m *EagleMethod) Name() string { return m.head.Kind() }
 
-// NewDrafter starts a sequence with an empty head cache.
-func (m *EagleMethod) NewDrafter() (Drafter, error) {
-	return &Eagle{name: m.head.Kind(), seq: m.head.NewSeq()}, nil
+// NewDrafter starts drafting for the target session t with an empty head cache.
+func (m *EagleMethod) NewDrafter(t Target) (Drafter, error) {
+	sess, ok := t.(*model.Session)
+	if !ok {
+		return nil, fmt.Errorf("%w: an EAGLE head drafts for a session of its target model", ErrNeedsTarget)
+	}
+	seq, err := m.head.NewSeq(sess)
+	if err != nil {
+		return nil, err
+	}
+	return &Eagle{name: m.head.Kind(), seq: seq}, nil
 }
 
 // Release frees the head's device buffers.

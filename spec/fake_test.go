@@ -214,9 +214,9 @@ func (d *stochasticDrafter) Propose(ctx []int, k int) ([]int, []float32, error) 
 func (d *stochasticDrafter) Accept(ctx []int) error { return nil }
 func (d *stochasticDrafter) Release()               {}
 
-// openDrafter makes cfg's drafter for one sequence on target m the way the engine does
-// (validate, open the checkpoint, load it next to m, start a drafter); the test's cleanup
-// releases the drafter and the method.
+// openDrafter makes cfg's drafter on target model m the way the engine does (validate, open
+// the checkpoint, load it next to m); the drafter proper is made for the session decode
+// gives it (bind). The test's cleanup releases the drafter and the method.
 func openDrafter(t testing.TB, cfg Config, m *model.Model) (Drafter, error) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
@@ -234,11 +234,32 @@ func openDrafter(t testing.TB, cfg Config, m *model.Model) (Drafter, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := meth.NewDrafter()
-	if err != nil {
-		meth.Release()
-		return nil, err
+	b := &boundDrafter{meth: meth}
+	t.Cleanup(func() { b.Release(); meth.Release() })
+	return b, nil
+}
+
+// boundDrafter is a method's drafter, made when decode binds it to its target.
+type boundDrafter struct {
+	meth Method
+	Drafter
+}
+
+func (b *boundDrafter) Name() string { return b.meth.Name() }
+
+// bind makes the drafter for target (once; a later bind to another target starts afresh).
+func (b *boundDrafter) bind(target Target) error {
+	if b.Drafter != nil {
+		b.Drafter.Release()
 	}
-	t.Cleanup(func() { d.Release(); meth.Release() })
-	return d, nil
+	d, err := b.meth.NewDrafter(target)
+	b.Drafter = d
+	return err
+}
+
+func (b *boundDrafter) Release() {
+	if b.Drafter != nil {
+		b.Drafter.Release()
+		b.Drafter = nil
+	}
 }

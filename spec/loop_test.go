@@ -48,6 +48,12 @@ func decode(t *testing.T, w *weights.LlamaWeights, m *model.Model, d Drafter, pr
 	s model.Sampling, stop []int) ([]int, Metrics) {
 	t.Helper()
 	tg := newTarget(w, m)
+	if b, ok := d.(*boundDrafter); ok {
+		if err := b.bind(tg.Target); err != nil {
+			t.Fatal(err)
+		}
+		defer b.Release()
+	}
 	ct := &checkedTarget{Target: tg.Target, t: t, pool: tg.pool}
 	var emitted []int
 	o, err := Decode(context.Background(), ct, d, prompt, k, maxNew, s, stop, func(tok int) bool { emitted = append(emitted, tok); return true })

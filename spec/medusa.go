@@ -49,8 +49,14 @@ func NewMedusaMethod(heads *model.Medusa) *MedusaMethod { return &MedusaMethod{h
 // Name is "medusa".
 func (m *MedusaMethod) Name() string { return "medusa" }
 
-// NewDrafter returns a drafter on the shared heads.
-func (m *MedusaMethod) NewDrafter() (Drafter, error) { return &Medusa{heads: m.heads}, nil }
+// NewDrafter returns a drafter on the shared heads for the target session t.
+func (m *MedusaMethod) NewDrafter(t Target) (Drafter, error) {
+	sess, ok := t.(*model.Session)
+	if !ok {
+		return nil, fmt.Errorf("%w: Medusa heads draft for a session of their target model", ErrNeedsTarget)
+	}
+	return &Medusa{heads: m.heads, sess: sess}, nil
+}
 
 // Release frees the heads' device buffers.
 func (m *MedusaMethod) Release() { m.heads.Release() }
@@ -64,6 +70,7 @@ func (m *MedusaMethod) Release() { m.heads.Release() }
 // used).
 type Medusa struct {
 	heads *model.Medusa
+	sess  *model.Session
 }
 
 // Name is "medusa".
@@ -74,7 +81,7 @@ func (m *Medusa) Propose(ctx []int, k int) ([]int, []float32, error) {
 	if k <= 0 || len(ctx) < 2 {
 		return nil, nil, nil
 	}
-	ids, err := m.heads.Draft(len(ctx) - 2)
+	ids, err := m.heads.Draft(m.sess, len(ctx)-2)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -66,7 +66,7 @@ func TestNgramRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = meth.NewDrafter()
+	d, err = meth.NewDrafter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // attention.wgsl: causal grouped-query attention over the paged KV cache, for one or many new
-// tokens, with subgroups and no barriers. One subgroup per (query head h, block of ROWS new
-// tokens); the token at position p = pos0 + m attends to cache positions 0..p, so several new
+// tokens, with subgroups and no barriers. One subgroup per (query head h, block of up to ROWS
+// new tokens of one sequence: rows ROWS*b.. at positions pos0 + m, or with BATCH the blocks
+// given, at the positions rows[] gives, in the pages of their sequence); the token at position
+// p attends to cache positions 0..p, so several new
 // tokens (prefill, or verifying k drafts) see each other causally; query head h reads kv head
 // h / (n_heads / n_kv). The positions go a subgroup-size chunk at a time: each lane scores one
 // position of the chunk for every row of the block (its key row read once for all of them),
@@ -25,15 +27,20 @@ struct Params {
 @group(0) @binding(4) var<storage, read> kc: array<vec4f>;        // [n_pages, page_size, n_kv, hd / 4]
 @group(0) @binding(5) var<storage, read> vc: array<vec4f>;        // [n_pages, page_size, n_kv, hd / 4]
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;   // [m, n_heads * hd]
+@group(0) @binding(7) var<storage, read> rows: array<RowInfo>;    // [m] with BATCH
+@group(0) @binding(8) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs] with BATCH
+@group(0) @binding(9) var<storage, read> blocks: array<Block>;    // [n_blocks] with BATCH
 override WG: u32 = 64;
 override ROWS: u32 = 1;
+override BATCH: bool = false;
 const MAXR: u32 = 8u;  // ROWS <= MAXR
 const MAXQ: u32 = 64u; // ROWS * head_dim / 4 <= MAXQ (the queries, in registers)
 const MAXA: u32 = 8u;   // head_dim / 4 <= MAXA x subgroup size (each lane's accumulators per row)
 
-// kv4 is the vec4 index of position t's row (kv head kvh) in the cache.
-fn kv4(t: u32, kvh: u32) -> u32 {
-  return ((pages[t / P.page_size] * P.page_size + t % P.page_size) * P.n_kv + kvh) * (P.head_dim / 4u);
+// kv4 is the vec4 index of position t's row (kv head kvh) in the cache of the sequence whose
+// page table starts at pages[po].
+fn kv4(po: u32, t: u32, kvh: u32) -> u32 {
+  return ((pages[po + t / P.page_size] * P.page_size + t % P.page_size) * P.n_kv + kvh) * (P.head_dim / 4u);
 }
 
 @compute @workgroup_size(WG)
@@ -41,9 +48,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgs: u32) {
   let task = wg.x * (WG / sgs) + li / sgs; // (block of tokens, head) of this subgroup
   let h = task % P.n_heads;
-  let m0 = (task / P.n_heads) * ROWS;
-  if (m0 >= S.m) { return; }
-  let nr = min(ROWS, S.m - m0); // rows of the block (the loops run ROWS rows, the last repeated)
+  let b = task / P.n_heads;
+  var m0 = b * ROWS;   // the block's first row
+  var nr = 0u;         // its rows (the loops run ROWS rows, the last repeated)
+  var p0 = S.pos0 + m0; // its first row's position
+  var po = 0u;         // its sequence's page table in pages
+  if (BATCH) {
+    if (b >= S.n_blocks) { return; }
+    m0 = blocks[b].row0;
+    nr = blocks[b].rows;
+    p0 = rows[m0].pos;
+    po = seqs[rows[m0].seq].page_off;
+  } else {
+    if (m0 >= S.m) { return; }
+    nr = min(ROWS, S.m - m0);
+  }
   let d4 = P.head_dim / 4u;
   let kvh = h / (P.n_heads / P.n_kv);
   var qv: array<vec4f, MAXQ>; // [row, d4]
@@ -53,7 +72,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       qv[r * d4 + i] = vec4f(q[qb + 4u * i], q[qb + 4u * i + 1u], q[qb + 4u * i + 2u], q[qb + 4u * i + 3u]) * P.scale;
     }
   }
-  let T = S.pos0 + m0 + nr; // positions the block's last row sees
+  let T = p0 + nr; // positions the block's last row sees
   var run_max: array<f32, MAXR>;
   var run_sum: array<f32, MAXR>;
   for (var r = 0u; r < ROWS; r++) { run_max[r] = -3.0e38; }
@@ -65,7 +84,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     // in a loop must be zeroed at every iteration, which a compiler seen here did not do.
     var s = array<f32, MAXR>();
     if (t < T) {
-      let kb = kv4(t, kvh);
+      let kb = kv4(po, t, kvh);
       for (var i = 0u; i < d4; i++) {
         let kv = kc[kb + i];
         for (var r = 0u; r < ROWS; r++) { s[r] += dot(qv[r * d4 + i], kv); }
@@ -73,7 +92,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     }
     var p: array<f32, MAXR>;
     for (var r = 0u; r < ROWS; r++) {
-      let seen = t <= S.pos0 + m0 + min(r, nr - 1u); // causal: row r sees positions up to its own
+      let seen = t <= p0 + min(r, nr - 1u); // causal: row r sees positions up to its own
       let sr = select(-3.0e38, s[r], seen && t < T);
       let new_max = max(run_max[r], subgroupMax(sr));
       p[r] = select(0.0, exp(sr - new_max), seen && t < T);
@@ -86,7 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     for (var tt = 0u; tt < n; tt++) {
       var pt: array<f32, MAXR>; // position t0 + tt's weight in each row
       for (var r = 0u; r < ROWS; r++) { pt[r] = subgroupShuffle(p[r], tt); }
-      let vb = kv4(t0 + tt, kvh);
+      let vb = kv4(po, t0 + tt, kvh);
       for (var a = 0u; a < na; a++) {
         let i = lane + a * sgs;
         if (i < d4) {

@@ -19,13 +19,19 @@ struct Params {
 @group(0) @binding(4) var<storage, read> kc: array<f32>;         // [n_pages, page_size, n_kv, hd]
 @group(0) @binding(5) var<storage, read> vc: array<f32>;         // [n_pages, page_size, n_kv, hd]
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;  // [m, n_heads * hd]
+@group(0) @binding(7) var<storage, read> rows: array<RowInfo>;   // [m] with BATCH
+@group(0) @binding(8) var<storage, read> seqs: array<SeqInfo>;   // [n_seqs] with BATCH
+@group(0) @binding(9) var<storage, read> blocks: array<Block>;   // unused: the bindings are attention.wgsl's
 override WG: u32 = 64;
+override BATCH: bool = false; // positions and page tables from rows and seqs
 var<workgroup> qs: array<f32, 256>;
 var<workgroup> sc: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
 
+var<private> po: u32; // the sequence's page table in pages
+
 fn kv_index(t: u32, kvh: u32) -> u32 {
-  return ((pages[t / P.page_size] * P.page_size + t % P.page_size) * P.n_kv + kvh) * P.head_dim;
+  return ((pages[po + t / P.page_size] * P.page_size + t % P.page_size) * P.n_kv + kvh) * P.head_dim;
 }
 
 fn reduce(op_max: bool) -> f32 {
@@ -52,7 +58,13 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   let hd = P.head_dim;
   let kvh = h / (P.n_heads / P.n_kv);
   for (var d = l.x; d < hd; d += WG) { qs[d] = q[m * P.q_stride + h * hd + d] * P.scale; }
-  let T = S.pos0 + m + 1u;
+  var T = S.pos0 + m + 1u;
+  po = 0u;
+  if (BATCH) {
+    _ = blocks[0].rows;
+    T = rows[m].pos + 1u;
+    po = seqs[rows[m].seq].page_off;
+  }
   var run_max = -3.0e38;
   var run_sum = 0.0;
   var acc = vec4f(0.0);

@@ -2,20 +2,40 @@
 // (the same functions as runtime/ref/rng.go).
 
 // Step is written once per forward step; kernels read their dynamic sizes from it, so bind
-// groups and pipelines stay fixed across steps. (runtime.StepBlock mirrors it: 48 bytes.)
+// groups and pipelines stay fixed across steps. (runtime.StepBlock mirrors it: 32 bytes.)
 struct Step {
-  m: u32,           // new tokens in this step
-  pos0: u32,        // position of the first new token
-  n_draft: u32,     // draft tokens among them: logits rows sampled = n_draft + 1
-  seq: u32,         // sequence id (a key of the random generator)
-  seed_lo: u32,     // seed, low and high words
+  m: u32,           // rows (new tokens) in this step
+  pos0: u32,        // one-sequence programs (the drafter heads): position of row 0
+  n_draft: u32,     // one-sequence programs: drafts among the rows (LAST_ROWS: the last n_draft + 1)
+  n_seqs: u32,      // batched programs: sequences in the step (SeqInfo entries)
+  logit_rows: u32,  // batched programs: rows the LM head and the sampler see (GATHER)
+  n_blocks: u32,    // batched programs: attention blocks (Block entries)
+  _a: u32, _b: u32,
+}
+
+// A batched step's rows: each row's sequence (an index into SeqInfo) and position.
+struct RowInfo { seq: u32, pos: u32 }
+
+// A batched step's attention blocks: rows row0 .. row0 + rows of one sequence, at consecutive
+// positions.
+struct Block { row0: u32, rows: u32 }
+
+// A batched step's sequences (runtime.SeqInfo mirrors it: 64 bytes).
+struct SeqInfo {
+  page_off: u32,     // its page table's offset in the page-table buffer
+  logit_row0: u32,   // its first row among the step's logits rows
+  n_draft: u32,      // drafts among its rows: it samples from its last n_draft + 1 rows
+  sampled: u32,      // 1: it samples this step (0: a prompt chunk that does not end the prompt)
+  pos_sample: u32,   // position of the token its first logits row predicts
+  draft_off: u32,    // offset of its drafts in drafts (and of their rows in q)
+  seed_lo: u32,      // its random key: seed, low and high words, and sequence id
   seed_hi: u32,
-  temperature: f32, // <= 0: greedy
-  top_p: f32,       // 1: off
-  top_k: u32,       // 0: off
-  has_q: u32,       // 1: draft probabilities q are given; 0: one-hot on the draft token
-  vocab: u32,       // columns of the logits rows
-  _pad: u32,
+  seq_id: u32,
+  temperature: f32,  // <= 0: greedy
+  top_p: f32,        // 1: off
+  top_k: u32,        // 0: off
+  has_q: u32,        // 1: draft probabilities q are given; 0: one-hot on the draft token
+  _a: u32, _b: u32, _c: u32,
 }
 
 fn pcg_hash(v: u32) -> u32 {

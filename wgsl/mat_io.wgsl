@@ -13,7 +13,8 @@
 //   HAS_BIAS  + bias[col0 + n]
 //   SILU      y = silu(...) before ACCUM (Medusa's residual blocks)
 //   ACCUM     y += ... (the residual add)
-//   LAST_ROWS only the last n_draft + 1 rows of x, written as rows 0.. (the LM head)
+//   LAST_ROWS only the last n_draft + 1 rows of x, written as rows 0.. (a drafter's LM head)
+//   GATHER    the rows rowsel[0 .. logit_rows] of x, written as rows 0.. (a batch's LM head)
 //!include common.wgsl
 struct Params {
   n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
@@ -26,12 +27,14 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<f32>;         // [col0 + n]
 @group(0) @binding(5) var<storage, read> normw: array<f32>;        // [k]
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;      // [rows, y_stride]
+@group(0) @binding(7) var<storage, read> rowsel: array<u32>;       // [logit_rows] with GATHER
 override NORM: bool = false;
 override SWIGLU: bool = false;
 override HAS_BIAS: bool = false;
 override SILU: bool = false;
 override ACCUM: bool = false;
 override LAST_ROWS: bool = false;
+override GATHER: bool = false;
 override ROWS: u32 = 1;  // rows per invocation (register block)
 override COLS: u32 = 1;  // columns per invocation (register block)
 override WG: u32 = 64;   // invocations per workgroup (a multiple of the subgroup size)
@@ -42,7 +45,14 @@ fn step_rows() -> vec2u {
     let rows = min(S.n_draft + 1u, S.m);
     return vec2u(S.m - rows, rows);
   }
+  if (GATHER) { return vec2u(0u, S.logit_rows); }
   return vec2u(0u, S.m);
+}
+
+// xrow is the row of x that output row i (of the rr = step_rows() rows) reads.
+fn xrow(rr: vec2u, i: u32) -> u32 {
+  if (GATHER) { return rowsel[i]; }
+  return rr.x + i;
 }
 
 // xraw is the (SWIGLU-fused) input x[row, k] before the norm; 0 past k.

@@ -24,7 +24,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let q = q0 + li;
     let nw = normw4(q);
     for (var r = 0u; r < ROWS; r++) {
-      let v = xraw4(rr.x + min(rb + r, rr.y - 1u), q);
+      let v = xraw4(xrow(rr, min(rb + r, rr.y - 1u)), q);
       ss[r] += dot(v, v);
       xs[r * WG + li] = v * nw;
     }

@@ -1,7 +1,8 @@
 // rope_kv.wgsl: rotary position embedding of q and k (Hugging Face half rotation: the pair is
 // (x[i], x[i + hd/2]) with inv_freq_i = theta^(-2i/hd)), q rotated in place, k rotated and v
 // copied into the sequence's pages of the paged KV cache. One invocation per rotation pair
-// or per v element, one grid row per new token, at position pos0 + m.
+// or per v element, one grid row per new token m, at position pos0 + m (one sequence) or, with
+// BATCH, at the position rows[m] gives, in the pages of its sequence.
 // LLAMA3 applies Llama-3 frequency scaling (factor, low/high frequency factors, original
 // context), as in transformers' _compute_llama3_parameters.
 //!include common.wgsl
@@ -16,8 +17,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read> pages: array<u32>;       // [max_pages]: logical -> physical page
 @group(0) @binding(4) var<storage, read_write> kc: array<f32>;    // [n_pages, page_size, n_kv, hd]
 @group(0) @binding(5) var<storage, read_write> vc: array<f32>;    // [n_pages, page_size, n_kv, hd]
+@group(0) @binding(6) var<storage, read> rows: array<RowInfo>;    // [m] with BATCH
+@group(0) @binding(7) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs] with BATCH
 override WG: u32 = 64;
 override LLAMA3: bool = false;
+override BATCH: bool = false;
 
 const PI: f32 = 3.14159265358979;
 
@@ -46,8 +50,13 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   let n_pairs = (P.n_heads + P.n_kv) * half;
   let width = (P.n_heads + 2u * P.n_kv) * hd;
   let row = m * width;
-  let pos = S.pos0 + m;
-  let slot = (pages[pos / P.page_size] * P.page_size + pos % P.page_size) * P.n_kv;
+  var pos = S.pos0 + m;
+  var po = 0u; // the sequence's page table in pages
+  if (BATCH) {
+    pos = rows[m].pos;
+    po = seqs[rows[m].seq].page_off;
+  }
+  let slot = (pages[po + pos / P.page_size] * P.page_size + pos % P.page_size) * P.n_kv;
   let i = g.x;
   if (i < n_pairs) {
     let h = i / half;

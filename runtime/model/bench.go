@@ -75,17 +75,15 @@ func (m *Model) BenchDecode(prompt []int, n int) (DecodeBench, error) {
 // ProfileDecode times one decode step of token at the end of seq, dispatch by dispatch, and
 // then drops it from the cache again.
 func (m *Model) ProfileDecode(seq *runtime.Sequence, token int) ([]runtime.KernelTime, error) {
-	pos0 := seq.Len()
-	if _, err := seq.Reserve(pos0 + 1); err != nil {
+	batch := []SeqStep{{Seq: seq, Tokens: []int{token}, Sample: true}}
+	if err := m.checkBatch(batch); err != nil {
 		return nil, err
 	}
-	defer seq.Truncate(pos0)
-	pages := make([]uint32, len(seq.Pages()))
-	for i, p := range seq.Pages() {
-		pages[i] = uint32(p)
+	sp, err := m.prepare(batch)
+	if err != nil {
+		return nil, err
 	}
-	m.pageTable.Write(0, runtime.U32Bytes(pages))
-	m.tokens.Write(0, runtime.U32Bytes([]uint32{uint32(token)}))
-	seq.Commit(pos0 + 1)
-	return m.decode.Profile(&runtime.StepBlock{M: 1, Pos0: uint32(pos0), Vocab: uint32(m.Cfg.Vocab), TopP: 1})
+	defer seq.Truncate(sp.before[0])
+	seq.Commit(sp.before[0] + 1)
+	return sp.prog.Profile(&sp.step)
 }

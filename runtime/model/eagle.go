@@ -52,6 +52,7 @@ type Eagle struct {
 // cache has caught up with the target.
 type EagleSeq struct {
 	e         *Eagle
+	target    *Session // the target's sequence, whose step rows the head reads
 	seq       *runtime.Sequence
 	base      int   // position of cache row 0 (> 0 when early features were never seen)
 	committed int   // positions < committed are in the cache (from target features)
@@ -60,8 +61,13 @@ type EagleSeq struct {
 	cache     []int // drafts already read back for the synced context
 }
 
-// NewSeq starts a sequence with an empty cache.
-func (e *Eagle) NewSeq() *EagleSeq { return &EagleSeq{e: e, seq: e.pool.NewSequence()} }
+// NewSeq starts drafting for the target's session target, with an empty cache.
+func (e *Eagle) NewSeq(target *Session) (*EagleSeq, error) {
+	if target == nil || target.m != e.t {
+		return nil, fmt.Errorf("%w: an EAGLE head drafts for a session of its own target model", ErrBadInput)
+	}
+	return &EagleSeq{e: e, target: target, seq: e.pool.NewSequence()}, nil
+}
 
 // Release returns the sequence's KV pages.
 func (s *EagleSeq) Release() { s.seq.Release() }

@@ -80,7 +80,8 @@ func (e *Eagle) record(rows int, catchup bool, depth int) (*runtime.Program, err
 	if err := p.AddMat("eagle.qkv", ly.qkv, qkvIn, b.qkv, qkvW, runtime.MatFusion{}, rows, dummy); err != nil {
 		return nil, err
 	}
-	if err := p.AddAttention(&c, e.pool.PageSize, rows, b.qkv, b.pageTable, ly.kc, ly.vc, b.att); err != nil {
+	attn := runtime.AttnBuffers{QKV: b.qkv, PageTable: b.pageTable, KC: ly.kc, VC: ly.vc, Out: b.att, Dummy: dummy}
+	if err := p.AddAttention(&c, e.pool.PageSize, rows, attn); err != nil {
 		return nil, err
 	}
 	if err := p.AddMat("eagle.wo", ly.wo, b.att, b.x, H, runtime.MatFusion{Accum: true}, rows, dummy); err != nil {

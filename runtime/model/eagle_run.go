@@ -30,7 +30,7 @@ func (s *EagleSeq) Sync(ctx []int) error {
 	keep := max(0, min(s.committed, N-1)-s.base)
 	s.seq.Truncate(keep)
 	s.committed = s.base + keep
-	pos0, rows := e.t.LastStep()
+	row0, pos0, rows := s.target.LastRows()
 	end := min(N-1, pos0+rows) // positions < end have a feature and a known next token
 	if end <= s.committed {
 		return nil
@@ -65,7 +65,7 @@ func (s *EagleSeq) Sync(ctx []int) error {
 	}
 	rowBytes := uint64(4 * e.featW)
 	enc := e.d.NewEncoder()
-	enc.Copy(src, uint64(s.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
+	enc.Copy(src, uint64(row0+s.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
 	prog := e.catchM
 	if m > 9 {
 		prog = e.catchT

@@ -74,12 +74,16 @@ func TestEagleMatchesReference(t *testing.T) {
 }
 
 func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
-	h := head.NewSeq()
+	sess := m.NewSession()
+	defer sess.Release()
+	seq := sess.seq
+	h, err := head.NewSeq(sess)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer h.Release()
 	rng := rand.New(rand.NewSource(seed))
 	featW := eagleTarget.Dim * max(1, len(aux))
-	seq := m.Pool.NewSequence()
-	defer seq.Release()
 	st := ref.NewLlamaState(tw)
 	rs := ref.NewEagleState(w, tw)
 	ctx := make([]int, promptLen)

@@ -6,14 +6,19 @@ import (
 )
 
 // What drafters read of the target, on the device, right after a target step (the next step
-// overwrites them). Rows are the step's tokens: row r is the token at position LastStep's
-// pos0 + r.
+// overwrites them). Rows are the step's tokens: a sequence's n rows from row0 are its tokens
+// at positions pos0 .. pos0 + n (Session.LastRows).
 
 // Device is the model's device.
 func (m *Model) Device() *runtime.Device { return m.d }
 
-// LastStep returns the position of row 0 of the last step's activations and its row count.
-func (m *Model) LastStep() (pos0, rows int) { return m.lastPos0, m.lastM }
+// LastRows returns where the model's last step put the session's tokens: its rows row0 ..
+// row0 + n of the activations hold positions pos0 .. pos0 + n (n is 0 when the session was
+// not in that step).
+func (s *Session) LastRows() (row0, pos0, n int) {
+	r := s.m.last[s.seq]
+	return r.row0, r.pos0, r.n
+}
 
 // Hidden is the residual stream after the last layer, before the final norm: [chunk, dim].
 func (m *Model) Hidden() *webgpu.Buffer { return m.x }

@@ -18,15 +18,15 @@ func TestFeaturesMatchReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := ref.NewLlamaState(w)
-	seq := m.Pool.NewSequence()
+	sess := m.NewSession()
 	for _, toks := range [][]int{{3, 1, 4, 1, 5, 9, 2, 6}, {5}, {3, 5, 8}} {
-		if _, err := m.Forward(seq, toks, 0, nil, Sampling{}); err != nil {
+		if _, err := sess.Forward(toks, 0, nil, Sampling{}); err != nil {
 			t.Fatal(err)
 		}
 		_, hidden := st.Forward(toks)
-		pos0, rows := m.LastStep()
-		if rows != len(toks) || pos0 != seq.Len()-len(toks) {
-			t.Fatalf("LastStep = (%d, %d), want (%d, %d)", pos0, rows, seq.Len()-len(toks), len(toks))
+		row0, pos0, rows := sess.LastRows()
+		if row0 != 0 || rows != len(toks) || pos0 != sess.Len()-len(toks) {
+			t.Fatalf("LastRows = (%d, %d, %d), want (0, %d, %d)", row0, pos0, rows, sess.Len()-len(toks), len(toks))
 		}
 		dim := cfg.Dim
 		got, err := d.ReadF32(m.Hidden(), rows*dim)

@@ -197,20 +197,24 @@ func (md *Medusa) Heads() int { return md.K }
 // Dispatches is the number of dispatches of one Draft.
 func (md *Medusa) Dispatches() int { return md.prog.Len() }
 
-// Draft runs every head on the target's hidden state at position pos, which must be a row of
-// the target's last step (see Model.LastStep), and returns the K heads' argmax tokens: head k
-// predicts the token at pos + 2 + k.
-func (md *Medusa) Draft(pos int) ([]int, error) {
+// Draft runs every head on the target's hidden state of session sess at position pos, which
+// must be one of its rows in the target's last step (see Session.LastRows), and returns the K
+// heads' argmax tokens: head k predicts the token at pos + 2 + k.
+func (md *Medusa) Draft(sess *Session, pos int) ([]int, error) {
 	t, c := md.t, md.t.Cfg
-	pos0, rows := t.LastStep()
+	if sess.m != t {
+		return nil, fmt.Errorf("%w: Medusa heads draft for a session of their own target model", ErrBadInput)
+	}
+	row0, pos0, rows := sess.LastRows()
 	r := pos - pos0
 	if rows == 0 || r < 0 || r >= rows {
 		return nil, fmt.Errorf("%w: Medusa asked for position %d; the target's last step holds %d rows from %d", ErrBadInput, pos, rows, pos0)
 	}
+	r += row0
 	rowBytes := uint64(4 * c.Dim)
 	enc := t.d.NewEncoder()
 	enc.Copy(t.x, uint64(r)*rowBytes, md.row, 0, rowBytes)
-	md.prog.Encode(enc, &runtime.StepBlock{M: 1, Vocab: uint32(c.Vocab)}, nil)
+	md.prog.Encode(enc, &runtime.StepBlock{M: 1}, nil)
 	enc.Copy(md.ids, 0, md.stage, 0, md.stage.Size)
 	if err := enc.Submit(); err != nil {
 		return nil, err

@@ -72,17 +72,17 @@ func TestMedusaMatchesReference(t *testing.T) {
 			}
 			defer md.Release()
 			st := ref.NewLlamaState(w)
-			seq := m.Pool.NewSequence()
-			defer seq.Release()
+			sess := m.NewSession()
+			defer sess.Release()
 			for _, toks := range [][]int{{3, 1, 4, 1, 5, 9, 2}, {6}, {5, 3, 5}} {
-				if _, err := m.Forward(seq, toks, 0, nil, Sampling{}); err != nil {
+				if _, err := sess.Forward(toks, 0, nil, Sampling{}); err != nil {
 					t.Fatal(err)
 				}
 				_, hidden := st.Forward(toks)
 				last := hidden[cfg.NLayers-1]
-				pos0, rows := m.LastStep()
+				_, pos0, rows := sess.LastRows()
 				for r := range rows {
-					got, err := md.Draft(pos0 + r)
+					got, err := md.Draft(sess, pos0+r)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -97,7 +97,7 @@ func TestMedusaMatchesReference(t *testing.T) {
 						checkArgmax(t, fmt.Sprintf("position %d head %d", pos0+r, k), got[k], logits[k])
 					}
 				}
-				if _, err := md.Draft(pos0 + rows); !errors.Is(err, ErrBadInput) {
+				if _, err := md.Draft(sess, pos0+rows); !errors.Is(err, ErrBadInput) {
 					t.Fatalf("a position past the last step: %v", err)
 				}
 			}

@@ -15,8 +15,10 @@ type Options struct {
 	Weights      wgsl.WeightType // f32 or f16 weight storage (activations are f32)
 	PageSize     int             // KV slots per page (default 16)
 	Pages        int             // pages in the pool (default: enough for 2 full contexts)
-	MaxDraft     int             // most draft tokens verified in one step (default 8)
-	PrefillChunk int             // most prompt tokens per prefill step (default 128)
+	MaxDraft     int             // most draft tokens one sequence verifies in a step (default 8)
+	PrefillChunk int             // most rows (tokens of all sequences) in one step (default 128)
+	MaxSeqs      int             // most sequences in one step (default 16)
+	MaxLogitRows int             // most rows sampled in one step, all sequences (default 64)
 	// AuxLayers asks for snapshots of the residual stream entering these layers, for every
 	// row of a step, side by side in Aux() ([chunk, len(AuxLayers) * dim]); EAGLE-3 reads them.
 	AuxLayers []int
@@ -33,11 +35,19 @@ func (o *Options) defaults(cfg *weights.Config) {
 		o.MaxDraft = 8
 	}
 	if o.MaxDraft > 15 {
-		o.MaxDraft = 15 // matvec handles at most 16 rows
+		o.MaxDraft = 15 // a verify program holds at most 16 rows
 	}
 	if o.PrefillChunk <= 16 {
 		o.PrefillChunk = 128
 	}
+	if o.MaxSeqs <= 0 {
+		o.MaxSeqs = 16
+	}
+	if o.MaxLogitRows <= 0 {
+		o.MaxLogitRows = 64
+	}
+	o.MaxLogitRows = max(o.MaxLogitRows, o.MaxDraft+1)
+	o.MaxSeqs = min(o.MaxSeqs, o.PrefillChunk, o.MaxLogitRows)
 }
 
 // ErrBadInput is wrapped by errors about a step's tokens or options.
@@ -57,8 +67,9 @@ type deviceLayer struct {
 	kc, vc            *webgpu.Buffer  // [n_pages, page_size, n_kv, hd] f32
 }
 
-// Model is a Llama-family decoder on the device with its paged KV cache. One Forward is one
-// submit: embed, 6 fused dispatches per layer, the LM head and the sampler.
+// Model is a Llama-family decoder on the device with its paged KV cache. One Step is one
+// submit over the rows of several sequences: embed, 6 dispatches per layer, the LM head on
+// the rows that sample, and the two halves of the sampler.
 type Model struct {
 	d    *runtime.Device
 	Cfg  weights.Config
@@ -70,33 +81,37 @@ type Model struct {
 	norm   *webgpu.Buffer  // [dim]
 	lmHead *runtime.Linear // [vocab, dim] (the embedding's buffers when tied)
 
-	// Activations, sized for PrefillChunk tokens.
-	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
-	logits         *webgpu.Buffer // [max_draft + 1, vocab]
-	tokens         *webgpu.Buffer // [chunk] u32
-	drafts         *webgpu.Buffer // [max_draft] u32
-	q              *webgpu.Buffer // [max_draft, vocab] f32
-	out            *webgpu.Buffer // [max_draft + 2] u32: count, tokens
-	pageTable      *webgpu.Buffer // [max pages per sequence] u32
-	staging        *webgpu.Buffer // map-read copy of out
-	scratch        *webgpu.Buffer // [page_size, n_kv, hd]: copy-on-write of a shared page
-	dummy          *webgpu.Buffer
-	aux            *webgpu.Buffer // [chunk, len(AuxLayers) * dim] or nil
-	lastPos0       int            // position of row 0 of the last step's activations
-	lastM          int            // rows of the last step
+	// Activations, sized for PrefillChunk rows.
+	x, qkv, att, h *webgpu.Buffer                // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
+	aux            *webgpu.Buffer                // [chunk, len(AuxLayers) * dim] or nil
+	tokens         *webgpu.Buffer                // [chunk] u32
+	rows           *webgpu.Buffer                // [chunk] RowInfo: each row's sequence and position
+	blocks         *webgpu.Buffer                // [chunk] AttnBlock: attention's blocks of rows
+	seqs           *webgpu.Buffer                // [max_seqs] SeqInfo
+	pageTable      *webgpu.Buffer                // [max_seqs, max pages per sequence] u32
+	rowsel         *webgpu.Buffer                // [max_logit_rows] u32: the rows that sample
+	logits         *webgpu.Buffer                // [max_logit_rows, vocab]
+	res            *webgpu.Buffer                // [max_logit_rows] RowResult
+	drafts         *webgpu.Buffer                // [max_logit_rows] u32
+	q              *webgpu.Buffer                // [max_logit_rows, vocab] f32: the drafts' q rows, where given
+	out            *webgpu.Buffer                // [max_seqs, max_draft + 2] u32: count, tokens
+	staging        *webgpu.Buffer                // map-read copy of out
+	scratch        *webgpu.Buffer                // [page_size, n_kv, hd]: copy-on-write of a shared page
+	dummy          *webgpu.Buffer                // stands in for bindings a variant does not read (64 bytes)
+	last           map[*runtime.Sequence]rowSpan // where the last step put each sequence's rows
 
-	// decode: one row. verify[i]: up to verifyRows[i] rows in one block (drafts to verify, or
-	// a short prompt), the LM head on the last n_draft + 1 of them; recorded at first use.
-	// prefill: many rows in blocks of 8, the LM head on the last row only.
+	// decode: one row. verify[i]: up to verifyRows[i] rows (drafts to verify, several
+	// sequences' tokens, a short prompt), the matmuls in one block; recorded at first use.
+	// prefill: many rows, in blocks of 8.
 	decode, prefill *runtime.Program
-	verify          [5]*runtime.Program
+	verify          [len(verifyRows)]*runtime.Program
 }
 
 // NewModel uploads host weights and records the decode and prefill programs.
 func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, error) {
 	cfg := w.Cfg
 	opts.defaults(&cfg)
-	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: runtime.NewPagePool(opts.Pages, opts.PageSize)}
+	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: runtime.NewPagePool(opts.Pages, opts.PageSize), last: map[*runtime.Sequence]rowSpan{}}
 	if err := m.upload(w); err != nil {
 		return nil, err
 	}
@@ -107,7 +122,7 @@ func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, erro
 	if m.decode, err = m.record(1, 1); err != nil {
 		return nil, err
 	}
-	if m.prefill, err = m.record(8, 1); err != nil {
+	if m.prefill, err = m.record(8, 8); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -176,9 +191,11 @@ func (m *Model) allocate() error {
 		s string
 	}{
 		{&m.x, chunk * c.Dim, "x"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
-		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.logits, (o.MaxDraft + 1) * c.Vocab, "logits"},
-		{&m.tokens, chunk, "tokens"}, {&m.drafts, o.MaxDraft, "drafts"}, {&m.q, o.MaxDraft * c.Vocab, "q"},
-		{&m.out, o.MaxDraft + 2, "out"}, {&m.pageTable, maxPages, "page_table"}, {&m.dummy, 4, "dummy"},
+		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.tokens, chunk, "tokens"}, {&m.rows, 2 * chunk, "rows"},
+		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, 16 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
+		{&m.rowsel, o.MaxLogitRows, "rowsel"}, {&m.logits, o.MaxLogitRows * c.Vocab, "logits"},
+		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, o.MaxLogitRows, "drafts"},
+		{&m.q, o.MaxLogitRows * c.Vocab, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
 		{&m.scratch, o.PageSize * c.NKVHeads * c.HeadDim, "page_scratch"},
 	}
 	for _, s := range sizes {
@@ -201,7 +218,7 @@ func (m *Model) allocate() error {
 		m.aux = b
 	}
 	var err error
-	m.staging, err = m.d.CreateBuffer("out staging", uint64(4*(o.MaxDraft+2)), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	m.staging, err = m.d.CreateBuffer("out staging", m.out.Size, webgpu.UsageMapRead|webgpu.UsageCopyDst)
 	return err
 }
 

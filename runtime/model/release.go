@@ -15,8 +15,8 @@ func (m *Model) Release() {
 	if m.lmHead != m.embed {
 		linears = append(linears, m.lmHead)
 	}
-	bufs := []*webgpu.Buffer{m.norm, m.x, m.qkv, m.att, m.h, m.logits, m.tokens, m.drafts, m.q,
-		m.out, m.pageTable, m.staging, m.scratch, m.dummy, m.aux}
+	bufs := []*webgpu.Buffer{m.norm, m.x, m.qkv, m.att, m.h, m.aux, m.tokens, m.rows, m.blocks, m.seqs,
+		m.pageTable, m.rowsel, m.logits, m.res, m.drafts, m.q, m.out, m.staging, m.scratch, m.dummy}
 	for _, ly := range m.layers {
 		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
 		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.kc, ly.vc)

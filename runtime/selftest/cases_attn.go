@@ -3,6 +3,7 @@ package selftest
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/ref"
@@ -22,17 +23,51 @@ var attnHeads = [][2]int{{6, 6}, {4, 2}, {8, 1}}
 
 // pageTable maps need logical pages onto need+3 physical ones in a shuffled order.
 func (c *checker) pageTable(need int) (table []uint32, nPhys int) {
-	nPhys = need + 3
+	tables, nPhys := c.pageTables([]int{need})
+	return tables[0], nPhys
+}
+
+// pageTables maps each sequence's needs[s] logical pages onto distinct physical pages among
+// sum(needs)+3, in a shuffled order.
+func (c *checker) pageTables(needs []int) (tables [][]uint32, nPhys int) {
+	total := 0
+	for _, n := range needs {
+		total += n
+	}
+	nPhys = total + 3
 	perm := c.rng.Perm(nPhys)
-	if need > 1 && perm[0] < perm[1] {
+	if total > 1 && perm[0] < perm[1] {
 		perm[0], perm[1] = perm[1], perm[0] // never the identity's order
 	}
-	table = make([]uint32, need)
-	for i := range table {
-		table[i] = uint32(perm[i])
+	for _, n := range needs {
+		t := make([]uint32, n)
+		for i := range t {
+			t[i] = uint32(perm[i])
+		}
+		perm = perm[n:]
+		tables = append(tables, t)
 	}
-	return table, nPhys
+	return tables, nPhys
 }
+
+// batchBuffers are a batched step's RowInfo, SeqInfo (page tables at s * maxPages) and page
+// tables for the rows rowSeq[r] / rowPos[r].
+func (c *checker) batchBuffers(rowSeq, rowPos []int, tables [][]uint32, maxPages int) (rows, seqs, pages *webgpu.Buffer) {
+	ri := make([]runtime.RowInfo, len(rowSeq))
+	for r := range ri {
+		ri[r] = runtime.RowInfo{Seq: uint32(rowSeq[r]), Pos: uint32(rowPos[r])}
+	}
+	si := make([]runtime.SeqInfo, len(tables))
+	flat := make([]uint32, len(tables)*maxPages)
+	for s, t := range tables {
+		si[s].PageOff = uint32(s * maxPages)
+		copy(flat[s*maxPages:], t)
+	}
+	return c.keep(c.d.UploadBytes("rows", runtime.SliceBytes(ri))), c.keep(c.d.UploadBytes("seqs", runtime.SliceBytes(si))), c.u32(flat)
+}
+
+// dummy is a buffer standing in for the bindings a variant does not read.
+func (c *checker) dummy() *webgpu.Buffer { return c.keep(c.d.NewStorage("dummy", 64)) }
 
 // cacheIndex is the offset of (position t, kv head h) in a paged cache [pages, page_size, n_kv, hd].
 func cacheIndex(table []uint32, t, h, nKV, hd int) int {
@@ -42,15 +77,20 @@ func cacheIndex(table []uint32, t, h, nKV, hd int) int {
 func ropeCases() []testCase {
 	var out []testCase
 	for _, l3 := range []bool{false, true} {
-		variant := "f32"
-		if l3 {
-			variant = "f32+LLAMA3"
-		}
-		for _, h := range ropeHeads {
-			for _, hd := range []int{2, 8, 48, 64} {
-				for m := 1; m <= 5; m++ {
-					out = append(out, testCase{"rope_kv", variant, fmt.Sprintf("heads=%d/%d hd=%d m=%d", h[0], h[1], hd, m), wgsl.F32,
-						func(c *checker) { ropeRun(c, l3, h[0], h[1], hd, m) }})
+		for _, batch := range []bool{false, true} {
+			variant := "f32"
+			if l3 {
+				variant += "+LLAMA3"
+			}
+			if batch {
+				variant += "+BATCH"
+			}
+			for _, h := range ropeHeads {
+				for _, hd := range []int{2, 8, 48, 64} {
+					for m := 1; m <= 5; m++ {
+						out = append(out, testCase{"rope_kv", variant, fmt.Sprintf("heads=%d/%d hd=%d m=%d", h[0], h[1], hd, m), wgsl.F32,
+							func(c *checker) { ropeRun(c, l3, batch, h[0], h[1], hd, m) }})
+					}
 				}
 			}
 		}
@@ -58,15 +98,34 @@ func ropeCases() []testCase {
 	return out
 }
 
-// ropeRun rotates m tokens starting at pos0 (13..15 plus a multiple of 16, so several tokens
-// cross a page boundary): q in place in the fused qkv rows (k and v columns unchanged, an
+// ropeRun rotates m tokens: q in place in the fused qkv rows (k and v columns unchanged, an
 // extra row untouched), k rotated and v copied into their slots of shuffled pages, every other
-// slot keeping its poison.
-func ropeRun(c *checker, l3 bool, nH, nKV, hd, m int) {
-	pos0 := 16*c.rng.Intn(5) + 13 + c.rng.Intn(3)
+// slot keeping its poison. One sequence's tokens start at pos0 (13..15 plus a multiple of 16,
+// so several tokens cross a page boundary); with batch the rows go round-robin to up to three
+// sequences, each with its own pos0 and page table (BATCH reads them per row).
+func ropeRun(c *checker, l3, batch bool, nH, nKV, hd, m int) {
+	nSeq := 1
+	if batch {
+		nSeq = min(3, m)
+	}
+	rowSeq, rowPos := make([]int, m), make([]int, m)
+	pos0 := make([]int, nSeq)
+	count := make([]int, nSeq)
+	for q := range pos0 {
+		pos0[q] = 16*c.rng.Intn(5) + 13 + c.rng.Intn(3)
+	}
+	for r := range rowSeq {
+		q := r % nSeq
+		rowSeq[r], rowPos[r] = q, pos0[q]+count[q]
+		count[q]++
+	}
+	needs := make([]int, nSeq)
+	for q := range needs {
+		needs[q] = (pos0[q]+count[q]-1)/pageSize + 1
+	}
+	tables, nPhys := c.pageTables(needs)
 	width := (nH + 2*nKV) * hd
 	qkv := c.uniform((m+1)*width, 1)
-	table, nPhys := c.pageTable((pos0+m-1)/pageSize + 1)
 	nCache := nPhys * pageSize * nKV * hd
 	qkvB, kc, vc := c.f32(qkv), c.poisoned(nCache), c.poisoned(nCache)
 	p := runtime.RopeParams{NHeads: uint32(nH), NKV: uint32(nKV), HeadDim: uint32(hd), PageSize: pageSize, Theta: 10000}
@@ -78,28 +137,33 @@ func ropeRun(c *checker, l3 bool, nH, nKV, hd, m int) {
 		p.Theta, p.Factor, p.LowFreq, p.HighFreq = 500000, float32(llama3.Factor), float32(llama3.LowFreqFactor), float32(llama3.HighFreqFactor)
 		p.OrigMaxPos = float32(llama3.OriginalMaxPos)
 	}
+	step := runtime.StepBlock{M: uint32(m), Pos0: uint32(pos0[0])}
+	rowsB, seqsB, pagesB := c.dummy(), c.dummy(), c.u32(tables[0])
+	if batch {
+		o["BATCH"] = 1
+		step.NSeqs = uint32(nSeq)
+		rowsB, seqsB, pagesB = c.batchBuffers(rowSeq, rowPos, tables, 8)
+	}
 	threads := (nH+nKV)*hd/2 + nKV*hd
-	c.dispatch(runtime.StepBlock{M: uint32(m), Pos0: uint32(pos0)}, runtime.KernelCall{Kernel: "rope_kv", Weights: wgsl.F32, Overrides: o, Params: p,
-		Buffers: []webgpu.Binding{{Buffer: qkvB}, {Buffer: c.u32(table)}, {Buffer: kc}, {Buffer: vc}},
+	c.dispatch(step, runtime.KernelCall{Kernel: "rope_kv", Weights: wgsl.F32, Overrides: o, Params: p,
+		Buffers: []webgpu.Binding{{Buffer: qkvB}, {Buffer: pagesB}, {Buffer: kc}, {Buffer: vc}, {Buffer: rowsB}, {Buffer: seqsB}},
 		Grid:    runtime.Fixed(ceilDiv(threads, 64), uint32(m+1), 1)})
 
 	invFreq := ref.RopeInvFreq(hd, float64(p.Theta), scaling)
-	pos := make([]int, m)
 	q := make([]float32, m*nH*hd)
 	k := make([]float32, m*nKV*hd)
-	for r := range pos {
-		pos[r] = pos0 + r
+	for r := 0; r < m; r++ {
 		copy(q[r*nH*hd:], qkv[r*width:r*width+nH*hd])
 		copy(k[r*nKV*hd:], qkv[r*width+nH*hd:r*width+(nH+nKV)*hd])
 	}
-	ref.Rope(q, pos, m, nH, hd, invFreq)
-	ref.Rope(k, pos, m, nKV, hd, invFreq)
+	ref.Rope(q, rowPos, m, nH, hd, invFreq)
+	ref.Rope(k, rowPos, m, nKV, hd, invFreq)
 	wantQKV := append([]float32(nil), qkv...)
 	wantK, wantV := poisonSlice(nCache), poisonSlice(nCache)
-	for r := range pos {
+	for r := range rowPos {
 		copy(wantQKV[r*width:], q[r*nH*hd:(r+1)*nH*hd])
 		for h := 0; h < nKV; h++ {
-			at := cacheIndex(table, pos[r], h, nKV, hd)
+			at := cacheIndex(tables[rowSeq[r]], rowPos[r], h, nKV, hd)
 			copy(wantK[at:at+hd], k[(r*nKV+h)*hd:])
 			copy(wantV[at:at+hd], qkv[r*width+(nH+nKV+h)*hd:])
 		}
@@ -110,8 +174,26 @@ func ropeRun(c *checker, l3 bool, nH, nKV, hd, m int) {
 	c.expect("v_cache", c.readF32(vc, nCache), wantV, t)
 }
 
+// raggedBatches are batched attention steps: each sequence's cache length T and new rows m.
+var raggedBatches = [][][2]int{{{7, 1}, {33, 3}, {300, 2}}, {{1, 1}, {40, 5}}, {{300, 5}, {300, 1}, {9, 4}}}
+
 func attentionCases() []testCase {
 	var out []testCase
+	add := func(kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
+		size := fmt.Sprintf("heads=%d/%d hd=%d", nH, nKV, hd)
+		for _, sq := range seqs {
+			size += fmt.Sprintf(" T=%d m=%d", sq[0], sq[1])
+		}
+		if kernel == "attention" {
+			size += fmt.Sprintf(" rows=%d", rows)
+		}
+		variant := "f32"
+		if batch {
+			variant += "+BATCH"
+		}
+		out = append(out, testCase{kernel, variant, size, wgsl.F32,
+			func(c *checker) { attentionRun(c, kernel, nH, nKV, hd, rows, batch, seqs) }})
+	}
 	for _, kernel := range []string{"attention", "attention_wg"} {
 		for _, h := range attnHeads {
 			for _, hd := range []int{8, 48, 64, 128} {
@@ -121,13 +203,16 @@ func attentionCases() []testCase {
 							if kernel == "attention_wg" && rows > 1 || rows*hd/4 > 64 || (rows > 1 && rows != m && m != 5) {
 								continue
 							}
-							size := fmt.Sprintf("heads=%d/%d hd=%d T=%d m=%d", h[0], h[1], hd, T, m)
-							if kernel == "attention" {
-								size += fmt.Sprintf(" rows=%d", rows)
-							}
-							out = append(out, testCase{kernel, "f32", size, wgsl.F32,
-								func(c *checker) { attentionRun(c, kernel, h[0], h[1], hd, T, m, rows) }})
+							add(kernel, h[0], h[1], hd, rows, false, [][2]int{{T, m}})
 						}
+					}
+				}
+				for _, seqs := range raggedBatches {
+					for _, rows := range []int{1, 3, 8} {
+						if kernel == "attention_wg" && rows > 1 || rows*hd/4 > 64 {
+							continue
+						}
+						add(kernel, h[0], h[1], hd, rows, true, seqs)
 					}
 				}
 			}
@@ -136,50 +221,84 @@ func attentionCases() []testCase {
 	return out
 }
 
-// attentionRun attends m new tokens (the last m of T positions) over a paged cache whose
-// pages are shuffled and whose slots past T hold poison (a kernel reading them yields NaN),
-// with q read from fused qkv rows of stride (nH + 2 nKV) hd. The output has an extra row
-// (dispatched too) that must keep its poison.
-func attentionRun(c *checker, kernel string, nH, nKV, hd, T, m, rows int) {
+// attentionRun attends each sequence's m new tokens (the last m of its T positions) over a
+// paged cache whose pages are shuffled and whose slots past T hold poison (a kernel reading
+// them yields NaN), with q read from fused qkv rows of stride (nH + 2 nKV) hd. One sequence's
+// rows go in blocks of rows (attention.wgsl) at positions pos0..; batched ones (BATCH) carry
+// each row's sequence and position and each sequence's page table, the blocks listed. The
+// output has an extra row (dispatched too) that must keep its poison.
+func attentionRun(c *checker, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
 	if kernel == "attention" && !c.d.UseSubgroups() {
 		c.skip("the adapter has no subgroups (attention_wg covers it)")
 		return
 	}
-	pos0 := T - m
 	stride := (nH + 2*nKV) * hd
-	qkv := c.uniform(m*stride, 2)
-	table, nPhys := c.pageTable((T + pageSize - 1) / pageSize)
+	needs := make([]int, len(seqs))
+	m := 0
+	for s, sq := range seqs {
+		needs[s] = (sq[0] + pageSize - 1) / pageSize
+		m += sq[1]
+	}
+	tables, nPhys := c.pageTables(needs)
 	nCache := nPhys * pageSize * nKV * hd
 	kc, vc := poisonSlice(nCache), poisonSlice(nCache)
-	kLog, vLog := c.uniform(T*nKV*hd, 1), c.uniform(T*nKV*hd, 1) // [T, nKV, hd]
-	for t := 0; t < T; t++ {
-		for h := 0; h < nKV; h++ {
-			at := cacheIndex(table, t, h, nKV, hd)
-			copy(kc[at:at+hd], kLog[(t*nKV+h)*hd:])
-			copy(vc[at:at+hd], vLog[(t*nKV+h)*hd:])
+	qkv := c.uniform(m*stride, 2)
+	var (
+		rowSeq, rowPos []int
+		blocks         []runtime.AttnBlock
+		want           []float32
+	)
+	outN := nH * hd
+	for s, sq := range seqs {
+		T, ms := sq[0], sq[1]
+		kLog, vLog := c.uniform(T*nKV*hd, 1), c.uniform(T*nKV*hd, 1) // [T, nKV, hd]
+		for t := 0; t < T; t++ {
+			for h := 0; h < nKV; h++ {
+				at := cacheIndex(tables[s], t, h, nKV, hd)
+				copy(kc[at:at+hd], kLog[(t*nKV+h)*hd:])
+				copy(vc[at:at+hd], vLog[(t*nKV+h)*hd:])
+			}
+		}
+		row0 := len(rowSeq)
+		r := max(1, min(rows, 64/max(1, hd/4)))
+		for b := 0; b < ms; b += r {
+			blocks = append(blocks, runtime.AttnBlock{Row0: uint32(row0 + b), Rows: uint32(min(r, ms-b))})
+		}
+		q := make([]float32, ms*outN)
+		pos := make([]int, ms)
+		for i := range pos {
+			pos[i] = T - ms + i
+			rowSeq, rowPos = append(rowSeq, s), append(rowPos, pos[i])
+			copy(q[i*outN:], qkv[(row0+i)*stride:(row0+i)*stride+outN])
+		}
+		want = append(want, ref.Attention(q, kLog, vLog, pos, ms, T, nH, nKV, hd)...)
+	}
+	want = append(want, poisonSlice(outN)...)
+	out := c.poisoned((m + 1) * outN)
+	step := runtime.StepBlock{M: uint32(m), Pos0: uint32(rowPos[0])}
+	rowsB, seqsB, blocksB, pagesB := c.dummy(), c.dummy(), c.dummy(), c.u32(tables[0])
+	o := runtime.Overrides{}
+	if batch {
+		o["BATCH"] = 1
+		step.NSeqs, step.NBlocks = uint32(len(seqs)), uint32(len(blocks))
+		maxPages := slices.Max(needs)
+		rowsB, seqsB, pagesB = c.batchBuffers(rowSeq, rowPos, tables, maxPages)
+		blocksB = c.keep(c.d.UploadBytes("blocks", runtime.SliceBytes(blocks)))
+	}
+	grid := runtime.Fixed(uint32(nH), uint32(m+1), 1)
+	if kernel == "attention" { // one subgroup per (block of rows, head): a workgroup each
+		r := max(1, min(rows, 64/max(1, hd/4)))
+		o["WG"], o["ROWS"] = float64(c.d.Adapter.Info.SubgroupMax), float64(r)
+		grid = runtime.Fixed(uint32(nH)*ceilDiv(m+1, r), 1, 1)
+		if batch {
+			grid = runtime.Fixed(uint32(nH*(len(blocks)+1)), 1, 1) // a block past the last: no output
 		}
 	}
-	outN := nH * hd
-	out := c.poisoned((m + 1) * outN)
-	grid := runtime.Fixed(uint32(nH), uint32(m+1), 1)
-	var o runtime.Overrides
-	if kernel == "attention" { // one subgroup per (block of rows rows, head): a workgroup each
-		o = runtime.Overrides{"WG": float64(c.d.Adapter.Info.SubgroupMax), "ROWS": float64(rows)}
-		grid = runtime.Fixed(uint32(nH)*ceilDiv(m+1, rows), 1, 1)
-	}
-	c.dispatch(runtime.StepBlock{M: uint32(m), Pos0: uint32(pos0)}, runtime.KernelCall{Kernel: kernel, Weights: wgsl.F32, Overrides: o,
+	c.dispatch(step, runtime.KernelCall{Kernel: kernel, Weights: wgsl.F32, Overrides: o,
 		Params: runtime.AttnParams{NHeads: uint32(nH), NKV: uint32(nKV), HeadDim: uint32(hd), PageSize: pageSize,
 			QStride: uint32(stride), Scale: float32(1 / math.Sqrt(float64(hd)))},
-		Buffers: []webgpu.Binding{{Buffer: c.f32(qkv)}, {Buffer: c.u32(table)}, {Buffer: c.f32(kc)},
-			{Buffer: c.f32(vc)}, {Buffer: out}},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(qkv)}, {Buffer: pagesB}, {Buffer: c.f32(kc)},
+			{Buffer: c.f32(vc)}, {Buffer: out}, {Buffer: rowsB}, {Buffer: seqsB}, {Buffer: blocksB}},
 		Grid: grid})
-
-	q := make([]float32, m*outN)
-	pos := make([]int, m)
-	for r := range pos {
-		pos[r] = pos0 + r
-		copy(q[r*outN:], qkv[r*stride:r*stride+outN])
-	}
-	want := append(ref.Attention(q, kLog, vLog, pos, m, T, nH, nKV, hd), poisonSlice(outN)...)
-	c.expect("out", c.readF32(out, len(want)), want, tolFor("attention", wgsl.F32))
+	c.expect("out", c.readF32(out, len(want)), want, tolFor(kernel, wgsl.F32))
 }

@@ -175,8 +175,8 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols bool, n, m int) {
 
 // fusion is one combination of the matmul's override switches.
 type fusion struct {
-	name                                  string
-	norm, swiglu, bias, accum, last, silu bool
+	name                                          string
+	norm, swiglu, bias, accum, last, silu, gather bool
 }
 
 func (f fusion) overrides() runtime.Overrides {
@@ -184,7 +184,7 @@ func (f fusion) overrides() runtime.Overrides {
 	for _, s := range []struct {
 		on   bool
 		name string
-	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}} {
+	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}, {f.gather, "GATHER"}} {
 		if s.on {
 			o[s.name] = 1
 		}
@@ -198,6 +198,7 @@ var fusions = []fusion{
 	{name: "HAS_BIAS", bias: true}, {name: "ACCUM", accum: true}, {name: "LAST_ROWS", last: true},
 	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
 	{name: "NORM+SWIGLU", norm: true, swiglu: true}, {name: "NORM+LAST_ROWS", norm: true, last: true},
+	{name: "NORM+GATHER", norm: true, gather: true},                    // a batch's LM head
 	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block
 }
 
@@ -253,6 +254,9 @@ func linCase(kernel string, wt wgsl.WeightType, f fusion, b blockShape, sgMax ui
 	if f.last {
 		size += fmt.Sprintf(" n_draft=%d", m/2)
 	}
+	if f.gather {
+		size += fmt.Sprintf(" gather=%d", m/2+1)
+	}
 	return testCase{kernel, variantName(wt, f), size, wt, func(c *checker) {
 		if kernel == "matmul" && !c.d.UseSubgroups() {
 			c.skip("the adapter has no subgroups (matmul_wg covers it)")
@@ -284,6 +288,14 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 		rows = nDraft + 1
 		row0 = m - rows
 	}
+	sel := make([]uint32, 1) // GATHER: m/2 + 1 distinct rows of x in a random order
+	if f.gather {
+		rows = m/2 + 1
+		sel = sel[:0]
+		for _, r := range c.rng.Perm(m)[:rows] {
+			sel = append(sel, uint32(r))
+		}
+	}
 	col0, stride := 0, n
 	if m > 1 {
 		col0, stride = 3, n+5
@@ -311,13 +323,19 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 	y := c.f32(y0)
 	o := f.overrides()
 	o["ROWS"], o["COLS"], o["WG"] = float64(b.rows), float64(b.cols), float64(b.wg)
-	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
+	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft), LogitRows: uint32(rows)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
 		Params: runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, Col0: uint32(col0), YStride: uint32(stride)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: c.f32(bias)},
-			{Buffer: c.f32(normw)}, {Buffer: y}},
+			{Buffer: c.f32(normw)}, {Buffer: y}, {Buffer: c.u32(sel)}},
 		Grid: runtime.Fixed(ceilDiv(n, b.wg*b.cols), ceilDiv(rows, b.rows), 1)})
 
 	xin := x[row0*xw : (row0+rows)*xw]
+	if f.gather {
+		xin = nil
+		for _, r := range sel {
+			xin = append(xin, x[int(r)*xw:(int(r)+1)*xw]...)
+		}
+	}
 	if f.swiglu {
 		xin = ref.SwiGLUPacked(xin, rows, k)
 	}

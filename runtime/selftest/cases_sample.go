@@ -43,6 +43,9 @@ func sampleCases() []testCase {
 	}
 	big := ref.SamplingParams{Temperature: 1, TopK: 2000, TopP: 0.95}
 	add(paramsName(big), "V=4097", func(c *checker) { stochasticRun(c, 4097, big) })
+	for _, V := range []int{33, 4097} {
+		add("batch", fmt.Sprintf("V=%d seqs=4", V), func(c *checker) { batchSampleRun(c, V) })
+	}
 	for _, V := range []int{7, 4097} {
 		for _, sp := range []ref.SamplingParams{{}, {Temperature: 1, TopK: 5, TopP: 0.9}} {
 			add("nonfinite "+paramsName(sp), fmt.Sprintf("V=%d n_draft=2", V), func(c *checker) { nonfiniteRun(c, V, sp) })
@@ -71,16 +74,18 @@ func paramsName(p ref.SamplingParams) string {
 	return fmt.Sprintf("T=%g top_k=%d top_p=%g", p.Temperature, p.TopK, p.TopP)
 }
 
-// sampler is a recorded sample dispatch over logits [rows, V] with its output [rows + 1].
+// sampler is the recorded sampler (sample_rows, then sample_pick) over the logits rows
+// [rows, V] of one sequence, with its output [rows + 1]. si is the sequence: the fields a case
+// sets are its sampling parameters and random key (SeqID, PosSample).
 type sampler struct {
 	c                 *checker
 	prog              *runtime.Program
 	logits, drafts, q *webgpu.Buffer
-	out               *webgpu.Buffer
+	seqs, out         *webgpu.Buffer
 	rows              int
 	agree, trials     int
 	threshold         float64
-	step              runtime.StepBlock
+	si                runtime.SeqInfo
 	seedBase          uint64
 }
 
@@ -93,26 +98,36 @@ func newSampler(c *checker, logits []float32, V, nDraft int, q []float32, thresh
 	}
 	s.q = c.f32(q)
 	s.out = c.u32(make([]uint32, nDraft+2))
-	p, err := c.d.NewProgram()
-	c.must(err)
-	c.must(p.Add(runtime.KernelCall{Kernel: "sample", Weights: wgsl.F32, Params: runtime.SampleParams{Vocab: uint32(V)},
-		Buffers: []webgpu.Binding{{Buffer: s.logits}, {Buffer: s.drafts}, {Buffer: s.q}, {Buffer: s.out}},
-		Grid:    runtime.Fixed(1, 1, 1)}))
-	s.prog = p
+	rowsel, rows := make([]uint32, s.rows), make([]runtime.RowInfo, s.rows)
+	for j := range rowsel {
+		rowsel[j] = uint32(j)
+	}
+	rowsB := c.keep(c.d.UploadBytes("rows", runtime.SliceBytes(rows)))
+	s.seqs = c.keep(c.d.UploadBytes("seqs", runtime.SliceBytes([]runtime.SeqInfo{{}})))
+	res := c.keep(c.d.NewStorage("sample rows", uint64(16*s.rows)))
+	sp := runtime.SampleParams{Vocab: uint32(V), OutStride: uint32(nDraft + 2)}
+	s.prog = c.dispatchless(
+		runtime.KernelCall{Kernel: "sample_rows", Weights: wgsl.F32, Params: sp,
+			Buffers: []webgpu.Binding{{Buffer: s.logits}, {Buffer: s.drafts}, {Buffer: s.q}, {Buffer: c.u32(rowsel)},
+				{Buffer: rowsB}, {Buffer: s.seqs}, {Buffer: res}},
+			Grid: runtime.Fixed(uint32(s.rows), 1, 1)},
+		runtime.KernelCall{Kernel: "sample_pick", Weights: wgsl.F32, Params: sp,
+			Buffers: []webgpu.Binding{{Buffer: s.drafts}, {Buffer: s.seqs}, {Buffer: res}, {Buffer: s.out}},
+			Grid:    runtime.Fixed(1, 1, 1)})
 	s.seedBase = c.rng.Uint64()
-	s.step = runtime.StepBlock{Seq: uint32(c.rng.Intn(1000)), Vocab: uint32(V), TopP: 1}
+	s.si = runtime.SeqInfo{NDraft: uint32(nDraft), Sampled: 1, SeqID: uint32(c.rng.Intn(1000)), TopP: 1}
 	return s
 }
 
-// setParams copies sampling parameters into the Step block.
+// setParams copies sampling parameters into the sequence.
 func (s *sampler) setParams(p ref.SamplingParams) {
-	s.step.Temperature, s.step.TopK, s.step.TopP = p.Temperature, uint32(max(p.TopK, 0)), p.TopP
+	s.si.Temperature, s.si.TopK, s.si.TopP = p.Temperature, uint32(max(p.TopK, 0)), p.TopP
 }
 
 // seed is trial i's seed.
 func (s *sampler) seed(i int) uint64 { return s.seedBase + uint64(i)*0x9E3779B97F4A7C15 }
 
-// trial runs the dispatch once for seed i and compares out with want = [n, tokens...].
+// trial runs the sampler once for seed i and compares out with want = [n, tokens...].
 func (s *sampler) trial(i int, drafts []int, want []int) {
 	w := make([]uint32, s.rows+1)
 	for j := range w {
@@ -125,10 +140,11 @@ func (s *sampler) trial(i int, drafts []int, want []int) {
 	s.trialOut(i, drafts, w)
 }
 
-// trialOut runs the dispatch once for seed i and compares the whole out buffer with w.
+// trialOut runs the sampler once for seed i and compares the whole out buffer with w.
 func (s *sampler) trialOut(i int, drafts []int, w []uint32) {
 	c := s.c
-	s.step.SeedLo, s.step.SeedHi = uint32(s.seed(i)), uint32(s.seed(i)>>32)
+	s.si.SeedLo, s.si.SeedHi = uint32(s.seed(i)), uint32(s.seed(i)>>32)
+	s.seqs.Write(0, runtime.SliceBytes([]runtime.SeqInfo{s.si}))
 	if len(drafts) > 0 {
 		du := make([]uint32, len(drafts))
 		for j, d := range drafts {
@@ -141,7 +157,7 @@ func (s *sampler) trialOut(i int, drafts []int, w []uint32) {
 		poison[j] = PoisonU32
 	}
 	s.out.Write(0, runtime.U32Bytes(poison))
-	c.must(s.prog.Run(&s.step))
+	c.must(s.prog.Run(&runtime.StepBlock{M: uint32(s.rows), NSeqs: 1, LogitRows: uint32(s.rows)}))
 	got := c.readU32(s.out, s.rows+1)
 	s.trials++
 	c.res.checked++
@@ -192,7 +208,7 @@ func greedyRun(c *checker, V int) {
 	a := ref.Argmax(tie)
 	tie[c.rng.Intn(V)] = tie[a]
 	s := newSampler(c, rows[0], V, 0, nil, 1)
-	s.step.M, s.step.Pos0 = 3, uint32(c.rng.Intn(100))
+	s.si.PosSample = uint32(c.rng.Intn(100))
 	for i, l := range rows {
 		s.logits.Write(0, runtime.F32Bytes(l))
 		s.trial(i, nil, []int{ref.Argmax(l)})
@@ -209,11 +225,11 @@ func stochasticRunScaled(c *checker, V int, p ref.SamplingParams, scale float64)
 	logits := c.randomLogits(V, scale)
 	s := newSampler(c, logits, V, 0, nil, sampleAgreement)
 	s.setParams(p)
-	s.step.M, s.step.Pos0 = uint32(1+c.rng.Intn(4)), uint32(c.rng.Intn(500))
+	s.si.PosSample = uint32(1 + c.rng.Intn(500))
 	probs := ref.ProcessedProbs(logits, p) // Sample = GumbelMax(ProcessedProbs), hoisted
-	pos := s.step.Pos0 + s.step.M
+	pos := s.si.PosSample
 	for i := 0; i < seeds; i++ {
-		want := ref.GumbelMax(probs, s.seed(i), s.step.Seq, pos)
+		want := ref.GumbelMax(probs, s.seed(i), s.si.SeqID, pos)
 		s.trial(i, nil, []int{want})
 	}
 	s.finish()
@@ -254,14 +270,11 @@ func rejectionRun(c *checker, V, k int, hasQ bool, p ref.SamplingParams) {
 	}
 	s := newSampler(c, logits, V, k, q, threshold)
 	s.setParams(p)
-	s.step.NDraft = uint32(k)
-	s.step.M = uint32(k + 1 + c.rng.Intn(3))
-	s.step.Pos0 = uint32(c.rng.Intn(500))
-	s.step.HasQ = 0
+	s.si.PosSample = uint32(1 + c.rng.Intn(500))
 	if hasQ {
-		s.step.HasQ = 1
+		s.si.HasQ = 1
 	}
-	pos0 := s.step.Pos0 + s.step.M - uint32(k+1) + 1 // position of the token row 0 verifies
+	pos0 := s.si.PosSample // position of the token row 0 verifies
 	for i := 0; i < seeds; i++ {
 		drafts := make([]int, k)
 		for j := range drafts {
@@ -274,7 +287,7 @@ func rejectionRun(c *checker, V, k int, hasQ bool, p ref.SamplingParams) {
 				drafts[j] = c.rng.Intn(V)
 			}
 		}
-		want, _ := ref.RejectionSample(logits, drafts, q, p, s.seed(i), s.step.Seq, pos0)
+		want, _ := ref.RejectionSample(logits, drafts, q, p, s.seed(i), s.si.SeqID, pos0)
 		s.trial(i, drafts, want)
 	}
 	s.finish()
@@ -298,7 +311,7 @@ func nonfiniteRun(c *checker, V int, p ref.SamplingParams) {
 	logits := c.randomLogits(3*V, 2)
 	s := newSampler(c, logits, V, 2, nil, 1)
 	s.setParams(p)
-	s.step.NDraft, s.step.M = 2, 3
+
 	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
 	for i, tc := range []struct {
 		row  int
@@ -318,7 +331,7 @@ func nonfiniteRun(c *checker, V int, p ref.SamplingParams) {
 	big := slices.Clone(logits)
 	big[c.rng.Intn(3*V)] = 3e38
 	s.logits.Write(0, runtime.F32Bytes(big))
-	s.step.Temperature = 0
+	s.si.Temperature = 0
 	want, _ := ref.RejectionSample(big, []int{0, 0}, nil, ref.SamplingParams{}, 0, 0, 0)
 	w := []uint32{uint32(len(want)), PoisonU32, PoisonU32, PoisonU32}
 	for j, t := range want {
@@ -326,4 +339,122 @@ func nonfiniteRun(c *checker, V int, p ref.SamplingParams) {
 	}
 	s.trialOut(9, []int{0, 0}, w)
 	s.finish()
+}
+
+// batchSampleRun samples four sequences in one pass of the sampler, each with its own
+// parameters, drafts (0 to 3, one with q) and random key, among rows of the step given in a
+// shuffled order, and checks each against ref.RejectionSample over 50 seeds.
+func batchSampleRun(c *checker, V int) {
+	type seq struct {
+		p    ref.SamplingParams
+		k    int
+		hasQ bool
+	}
+	seqs := []seq{{ref.SamplingParams{}, 2, false}, {ref.SamplingParams{Temperature: 0.8, TopK: 5, TopP: 1}, 0, false},
+		{ref.SamplingParams{Temperature: 1, TopP: 0.9}, 3, true}, {ref.SamplingParams{Temperature: 0.7, TopP: 1}, 1, false}}
+	nRows := 0
+	for _, s := range seqs {
+		nRows += s.k + 1
+	}
+	logits := c.randomLogits(nRows*V, 1.5)
+	// The step's rows: each sequence's logits rows sit among 2 other rows of the step.
+	perm := c.rng.Perm(3 * nRows)
+	rowsel := make([]uint32, nRows)
+	rowinfo := make([]runtime.RowInfo, 3*nRows)
+	infos := make([]runtime.SeqInfo, len(seqs))
+	var qs []float32
+	var drafts []uint32
+	lr := 0
+	for i, s := range seqs {
+		infos[i] = runtime.SeqInfo{LogitRow0: uint32(lr), NDraft: uint32(s.k), Sampled: 1, PosSample: uint32(1 + c.rng.Intn(400)),
+			DraftOff: uint32(len(drafts)), SeqID: uint32(i * 7), Temperature: s.p.Temperature, TopK: uint32(s.p.TopK), TopP: s.p.TopP}
+		if infos[i].TopP == 0 {
+			infos[i].TopP = 1
+		}
+		for j := 0; j <= s.k; j++ {
+			rowsel[lr+j] = uint32(perm[lr+j])
+			rowinfo[perm[lr+j]] = runtime.RowInfo{Seq: uint32(i)}
+		}
+		drafts = append(drafts, make([]uint32, s.k)...)
+		if s.hasQ {
+			infos[i].HasQ = 1
+			qs = append(qs, make([]float32, (int(infos[i].DraftOff)*V)-len(qs))...)
+			for j := 0; j < s.k; j++ {
+				row := make([]float32, V)
+				var sum float32
+				for v := range row {
+					row[v] = float32(math.Exp(c.rng.NormFloat64()))
+					sum += row[v]
+				}
+				for v := range row {
+					row[v] /= sum
+				}
+				qs = append(qs, row...)
+			}
+		}
+		lr += s.k + 1
+	}
+	qs = append(qs, make([]float32, len(drafts)*V-len(qs))...)
+	stride := 5
+	out := c.u32(make([]uint32, len(seqs)*stride))
+	draftsB, seqsB := c.u32(append(drafts, 0)), c.keep(c.d.UploadBytes("seqs", runtime.SliceBytes(infos)))
+	res := c.keep(c.d.NewStorage("sample rows", uint64(16*nRows)))
+	sp := runtime.SampleParams{Vocab: uint32(V), OutStride: uint32(stride)}
+	prog := c.dispatchless(
+		runtime.KernelCall{Kernel: "sample_rows", Weights: wgsl.F32, Params: sp,
+			Buffers: []webgpu.Binding{{Buffer: c.f32(logits)}, {Buffer: draftsB}, {Buffer: c.f32(append(qs, 0))}, {Buffer: c.u32(rowsel)},
+				{Buffer: c.keep(c.d.UploadBytes("rows", runtime.SliceBytes(rowinfo)))}, {Buffer: seqsB}, {Buffer: res}},
+			Grid: runtime.Fixed(uint32(nRows), 1, 1)},
+		runtime.KernelCall{Kernel: "sample_pick", Weights: wgsl.F32, Params: sp,
+			Buffers: []webgpu.Binding{{Buffer: draftsB}, {Buffer: seqsB}, {Buffer: res}, {Buffer: out}},
+			Grid:    runtime.Fixed(1, 1, 1)})
+	agree, trials := 0, 0
+	for t := 0; t < seeds; t++ {
+		for i, s := range seqs {
+			infos[i].SeedLo, infos[i].SeedHi = uint32(t*131+i), uint32(t)
+			for j := 0; j < s.k; j++ { // the likeliest token half of the time, else random
+				row := logits[(int(infos[i].LogitRow0)+j)*V:]
+				drafts[int(infos[i].DraftOff)+j] = uint32(c.rng.Intn(V))
+				if c.rng.Intn(2) == 0 {
+					drafts[int(infos[i].DraftOff)+j] = uint32(ref.Argmax(row[:V]))
+				}
+			}
+		}
+		seqsB.Write(0, runtime.SliceBytes(infos))
+		draftsB.Write(0, runtime.U32Bytes(append(drafts, 0)))
+		c.must(prog.Run(&runtime.StepBlock{M: uint32(3 * nRows), NSeqs: uint32(len(seqs)), LogitRows: uint32(nRows)}))
+		got := c.readU32(out, len(seqs)*stride)
+		for i, s := range seqs {
+			si := infos[i]
+			l0 := int(si.LogitRow0)
+			var q []float32
+			if s.hasQ {
+				q = qs[int(si.DraftOff)*V : (int(si.DraftOff)+s.k)*V]
+			}
+			ds := make([]int, s.k)
+			for j := range ds {
+				ds[j] = int(drafts[int(si.DraftOff)+j])
+			}
+			want, _ := ref.RejectionSample(logits[l0*V:(l0+s.k+1)*V], ds, q, s.p, uint64(si.SeedHi)<<32|uint64(si.SeedLo), si.SeqID, si.PosSample)
+			w := make([]uint32, 1+len(want))
+			w[0] = uint32(len(want))
+			for j, tok := range want {
+				w[1+j] = uint32(tok)
+			}
+			trials++
+			c.res.checked++
+			if slices.Equal(got[i*stride:i*stride+len(w)], w) {
+				agree++
+			} else {
+				c.mismatch(fmt.Sprintf("seed %d sequence %d: got %s want %s", t, i, fmtOut(got[i*stride:(i+1)*stride]), fmtOut(w)))
+			}
+		}
+	}
+	r := c.res
+	r.Agreement = float64(agree) / float64(trials)
+	if r.Agreement >= rejectionAgreement {
+		r.FirstMismatches = nil
+	} else if r.Err == "" {
+		r.Err = fmt.Sprintf("agreement %.2f < %.2f", r.Agreement, rejectionAgreement)
+	}
 }

@@ -175,6 +175,9 @@ func runCase(d *runtime.Device, cache *weightCache, tc testCase) (r Result) {
 		for _, b := range c.bufs {
 			b.Release()
 		}
+		for _, p := range c.progs {
+			p.Release()
+		}
 		if e := recover(); e != nil {
 			if ce, ok := e.(caseError); ok {
 				r.Err = ce.err.Error()
@@ -200,6 +203,7 @@ type checker struct {
 	cache *weightCache
 	rng   *rand.Rand
 	bufs  []*webgpu.Buffer
+	progs []*runtime.Program
 }
 
 // skip records that the case cannot run on this adapter, and why (it then passes).
@@ -258,12 +262,19 @@ func (c *checker) uniform(n int, scale float64) []float32 {
 
 // dispatch records calls in a fresh program and runs it once for step.
 func (c *checker) dispatch(step runtime.StepBlock, calls ...runtime.KernelCall) *runtime.Program {
+	p := c.dispatchless(calls...)
+	c.must(p.Run(&step))
+	return p
+}
+
+// dispatchless records calls into a program (released with the case) without running it.
+func (c *checker) dispatchless(calls ...runtime.KernelCall) *runtime.Program {
 	p, err := c.d.NewProgram()
 	c.must(err)
+	c.progs = append(c.progs, p)
 	for _, call := range calls {
 		c.must(p.Add(call))
 	}
-	c.must(p.Run(&step))
 	return p
 }
 

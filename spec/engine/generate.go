@@ -109,16 +109,16 @@ func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions)
 	stop := context.AfterFunc(e.done, cancel)
 	defer stop()
 
+	sess := e.target.NewSession()
+	defer sess.Release()
 	var drafter spec.Drafter
 	if k > 0 {
 		var err error
-		if drafter, err = e.method.NewDrafter(); err != nil {
+		if drafter, err = e.method.NewDrafter(sess); err != nil {
 			return nil, err
 		}
 		defer drafter.Release()
 	}
-	sess := e.target.NewSession()
-	defer sess.Release()
 	stream := weights.NewStreamDecoder(e.tok)
 	res := &Result{PromptTokens: ids}
 	start := time.Now()

@@ -1,33 +1,34 @@
-// sample.wgsl: the rejection sampler, which is also plain sampling (n_draft = 0). One workgroup.
-//
-// Input: the last n_draft + 1 rows of logits; row j predicts the token at position
-// pj = pos0 + m - (n_draft + 1) + j + 1. Row j < n_draft is checked against draft token d_j.
+// sample_rows.wgsl: the per-row half of the rejection sampler (sample_pick.wgsl is the
+// other), which is also plain sampling (no drafts). One workgroup per logits row of a batched
+// step; row i belongs to sequence s (its SeqInfo) as its j-th row, and predicts the token at
+// position pj = pos_sample + j. Row j < n_draft is checked against draft token d_j.
 // Each row is processed as in runtime/ref: temperature, then top-k (keep z >= the k-th largest z),
 // then softmax, then top-p (keep p >= the largest threshold whose kept mass is >= top_p),
 // renormalised: that is p'. The draft's q' is the q row given (has_q) or one-hot on d_j.
-//   accepted token:  d_j, kept with probability min(1, p'(d_j) / q'(d_j)), decided by
-//                    u = rand_uniform(seed, seq, pj, 0xffffffff);
-//   recovered token: at the first rejection, a sample of normalize(max(p' - q', 0));
-//   bonus token:     when all drafts are accepted, a sample of p' of the last row.
+// For every row it records what sample_pick needs, whether or not the row is reached:
+//   greedy (temperature <= 0): tok = argmax of the row;
+//   a draft row:  ratio = p'(d_j) / q'(d_j) (the acceptance probability, capped by the pick),
+//                 tok = the recovered token, a sample of normalize(max(p' - q', 0));
+//   the last row: tok = the bonus token, a sample of p'.
 // Samples use the Gumbel-max trick with gumbel(seed, seq, pj, i) for token i, so a seeded run
-// is reproducible on any adapter. Temperature <= 0 is exact argmax matching.
-// Output: out[0] = tokens emitted (accepted + 1), out[1..] the tokens. When a row holds a
-// NaN or infinite logit nothing is sampled: out[0] = 0, out[1] = 1 (NaN) | 2 (infinity) of
-// the first such row, out[2] = that row (when out has room).
+// is reproducible on any adapter, alone or batched. A row holding a NaN or an infinity gets
+// bad = 1 (NaN) | 2 (infinity) and nothing else.
 //!include common.wgsl
-struct Params { vocab: u32, _a: u32, _b: u32, _c: u32 }
+struct Params { vocab: u32, out_stride: u32, _a: u32, _b: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
-@group(0) @binding(2) var<storage, read> logits: array<f32>;      // [n_draft + 1, vocab]
-@group(0) @binding(3) var<storage, read> drafts: array<u32>;      // [n_draft]
-@group(0) @binding(4) var<storage, read> q: array<f32>;           // [n_draft, vocab] when has_q
-@group(0) @binding(5) var<storage, read_write> out: array<u32>;   // [n_draft + 2]
+@group(0) @binding(2) var<storage, read> logits: array<f32>;      // [logit_rows, vocab]
+@group(0) @binding(3) var<storage, read> drafts: array<u32>;      // [drafts of all sequences]
+@group(0) @binding(4) var<storage, read> q: array<f32>;           // [drafts, vocab] where has_q
+@group(0) @binding(5) var<storage, read> rowsel: array<u32>;      // [logit_rows]: the step's row of each
+@group(0) @binding(6) var<storage, read> rows: array<RowInfo>;    // [m]
+@group(0) @binding(7) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs]
+@group(0) @binding(8) var<storage, read_write> res: array<RowResult>; // [logit_rows]
 const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redi: array<u32, WG>;
-var<workgroup> decision: u32;
-var<workgroup> rowkind: atomic<u32>; // check_rows: the kinds of non-finite logits in a row
+var<workgroup> rowkind: atomic<u32>; // check_row: the kinds of non-finite logits in the row
 var<workgroup> rowflag: u32;
 // Candidate compaction: the top-k (or, for top-p alone, the CAP largest) tokens of a row, in a
 // deterministic order, so that top-p and the draw scan CAP entries instead of the vocabulary.
@@ -39,6 +40,16 @@ var<workgroup> cand_i: array<u32, CAP>;
 var<workgroup> cand_z: array<f32, CAP>;
 
 var<private> lid: u32;
+var<private> si: SeqInfo; // the row's sequence (a copy of wsi)
+var<workgroup> wsi: SeqInfo;
+
+// What sample_pick reads of a row (runtime.RowResult mirrors it).
+struct RowResult {
+  tok: u32,    // greedy: the argmax; a draft row: the recovered token; the last row: the bonus token
+  ratio: f32,  // a draft row (sampling): p'(d) / q'(d)
+  bad: u32,    // 1 NaN, 2 infinity, 3 both in the row (nothing else is set)
+  _a: u32,
+}
 // The processed distribution of the current row: p'(i) = kept(i) ? exp(z_i - zmax) / zsum : 0.
 var<private> row: u32;
 var<private> zmax: f32;
@@ -94,10 +105,10 @@ fn ordered(f: f32) -> u32 {
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }
 
-fn z(i: u32) -> f32 { return logits[row * P.vocab + i] / S.temperature; }
-fn kept_k(zi: f32) -> bool { return S.top_k == 0u || S.top_k >= P.vocab || ordered(zi) >= tk_key; }
+fn z(i: u32) -> f32 { return logits[row * P.vocab + i] / si.temperature; }
+fn kept_k(zi: f32) -> bool { return si.top_k == 0u || si.top_k >= P.vocab || ordered(zi) >= tk_key; }
 fn p_pre(zi: f32) -> f32 { return exp(zi - zmax) / psum; }
-fn kept(zi: f32) -> bool { return kept_k(zi) && (S.top_p >= 1.0 || S.top_p <= 0.0 || p_pre(zi) >= tp); }
+fn kept(zi: f32) -> bool { return kept_k(zi) && (si.top_p >= 1.0 || si.top_p <= 0.0 || p_pre(zi) >= tp); }
 fn pprime(i: u32) -> f32 {
   let zi = z(i);
   if (!kept(zi)) { return 0.0; }
@@ -186,11 +197,11 @@ fn compact_from(key_min: u32) -> u32 {
 // are compacted first; with top-p alone the CAP largest are, and used when they hold at least
 // top_p of the mass (the nucleus is then among them); otherwise every scan covers the
 // vocabulary. The thresholds are the same either way.
-fn process(r: u32) {
+fn process(r: u32, top_k: u32, top_p: f32) {
   row = r;
   let V = P.vocab;
-  let topk = S.top_k > 0u && S.top_k < V;
-  let topp = S.top_p > 0.0 && S.top_p < 1.0;
+  let topk = top_k > 0u && top_k < V;
+  let topp = top_p > 0.0 && top_p < 1.0;
   compact = false;
   n_items = V;
   var mx = NEG;
@@ -201,8 +212,8 @@ fn process(r: u32) {
   var gather = false;
   var cut = 0u;     // gather the tokens with ordered(z) >= cut
   if (topk) {
-    key = kth_key(S.top_k);
-    gather = S.top_k <= CAP;
+    key = kth_key(top_k);
+    gather = top_k <= CAP;
     cut = key;
   } else if (topp && V > CAP) {
     cut = kth_key(CAP);
@@ -225,7 +236,7 @@ fn process(r: u32) {
     var cm = 0.0;
     for (var c = lid; c < n_items; c += WG) { cm += p_pre(item_z(c)); }
     let cand_mass = sum_all(cm);
-    if (!topk && cand_mass < S.top_p) {
+    if (!topk && cand_mass < top_p) {
       compact = false;
       n_items = V;
     }
@@ -238,7 +249,7 @@ fn process(r: u32) {
         let zi = item_z(c);
         if (kept_k(zi)) { let p = p_pre(zi); if (p >= tc) { mass += p; } }
       }
-      if (sum_all(mass) >= S.top_p) { t = cand; }
+      if (sum_all(mass) >= top_p) { t = cand; }
     }
     tp = bitcast<f32>(t);
   }
@@ -257,8 +268,9 @@ fn greedy(r: u32) -> u32 {
   return argmax_all(bv, bi);
 }
 
-// draw samples p' of the current row, or the residual max(p' - q', 0) when j >= 0.
-fn draw(pos: u32, j: i32, d: u32) -> u32 {
+// draw samples p' of the current row, or the residual max(p' - q', 0) when qr >= 0 (q's row
+// qr when has_q, else one-hot on d).
+fn draw(pos: u32, qr: i32, d: u32) -> u32 {
   var bv = NEG;
   var bi = 0xffffffffu;
   for (var c = lid; c < n_items; c += WG) {
@@ -266,13 +278,13 @@ fn draw(pos: u32, j: i32, d: u32) -> u32 {
     let zi = item_z(c);
     var w = 0.0;
     if (kept(zi)) { w = exp(zi - zmax) / zsum; }
-    if (j >= 0) {
+    if (qr >= 0) {
       var qi = select(0.0, 1.0, i == d);
-      if (S.has_q != 0u) { qi = q[u32(j) * P.vocab + i]; }
+      if (si.has_q != 0u) { qi = q[u32(qr) * P.vocab + i]; }
       w = max(w - qi, 0.0);
     }
     if (w > 0.0) {
-      let key = log(w) + gumbel(S.seed_lo, S.seed_hi, S.seq, pos, i);
+      let key = log(w) + gumbel(si.seed_lo, si.seed_hi, si.seq_id, pos, i);
       if (key > bv) { bv = key; bi = i; }
     }
   }
@@ -287,77 +299,53 @@ fn nonfinite(v: f32) -> u32 {
   return select(2u, 1u, (b & 0x007fffffu) != 0u);
 }
 
-// check_rows returns (kind << 28) | (j + 1) for the first row j holding a non-finite logit,
-// kind being 1 (NaN), 2 (infinity) or 3 (both); 0 when every row is finite.
-fn check_rows(rows: u32) -> u32 {
-  for (var j = 0u; j < rows; j++) {
-    if (lid == 0u) { atomicStore(&rowkind, 0u); }
-    workgroupBarrier();
-    var kind = 0u;
-    for (var i = lid; i < P.vocab; i += WG) { kind |= nonfinite(logits[j * P.vocab + i]); }
-    if (kind != 0u) { atomicOr(&rowkind, kind); }
-    workgroupBarrier();
-    if (lid == 0u) { rowflag = atomicLoad(&rowkind); }
-    let rk = workgroupUniformLoad(&rowflag);
-    if (rk != 0u) { return (rk << 28u) | (j + 1u); }
-  }
-  return 0u;
+// check_row returns 1 (NaN), 2 (infinity) or 3 (both) when logits row r holds such a value,
+// 0 when it is finite.
+fn check_row(r: u32) -> u32 {
+  if (lid == 0u) { atomicStore(&rowkind, 0u); }
+  workgroupBarrier();
+  var kind = 0u;
+  for (var i = lid; i < P.vocab; i += WG) { kind |= nonfinite(logits[r * P.vocab + i]); }
+  if (kind != 0u) { atomicOr(&rowkind, kind); }
+  workgroupBarrier();
+  if (lid == 0u) { rowflag = atomicLoad(&rowkind); }
+  return workgroupUniformLoad(&rowflag);
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_id) l: vec3u) {
+fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u) {
   lid = l.x;
-  let k = S.n_draft;
-  let rows = k + 1u;
-  let b = check_rows(rows);
-  if (b != 0u) {
-    if (lid == 0u) {
-      out[0] = 0u;
-      out[1] = b >> 28u;
-      if (arrayLength(&out) > 2u) { out[2] = (b & 0x0fffffffu) - 1u; }
-    }
+  let i = wg.x;
+  if (i >= S.logit_rows) { return; }
+  if (lid == 0u) { wsi = seqs[rows[rowsel[i]].seq]; }
+  let su = workgroupUniformLoad(&wsi); // the workgroup's decisions depend on it: uniform
+  si = su;
+  let j = i - su.logit_row0;
+  let pos = su.pos_sample + j;
+  var r = RowResult(0u, 0.0, 0u, 0u);
+  r.bad = check_row(i);
+  if (r.bad != 0u) {
+    if (lid == 0u) { res[i] = r; }
     return;
   }
-  let pos_first = S.pos0 + S.m - rows + 1u;
-  var n = 0u;
-  for (var j = 0u; j < rows; j++) {
-    let pos = pos_first + j;
-    var tok = 0u;
-    if (S.temperature <= 0.0) {
-      tok = greedy(j);
-      if (j < k && tok == drafts[j]) { decision = 1u; } else { decision = 0u; }
+  var tok = 0u; // uniform (the draws' results are), unlike r's other fields
+  if (su.temperature <= 0.0) {
+    tok = greedy(i);
+  } else {
+    process(i, su.top_k, su.top_p);
+    if (j < su.n_draft) {
+      let d = drafts[su.draft_off + j];
+      let pd = pprime(d);
+      var qd = 1.0;
+      if (su.has_q != 0u) { qd = q[(su.draft_off + j) * P.vocab + d]; }
+      r.ratio = select(0.0, 1.0, pd > 0.0);
+      if (qd > 0.0) { r.ratio = pd / qd; }
+      tok = draw(pos, i32(su.draft_off + j), d);
+      if (tok == 0xffffffffu) { tok = draw(pos, -1, 0u); }
     } else {
-      process(j);
-      if (j < k) {
-        let d = drafts[j];
-        let pd = pprime(d);
-        var qd = 1.0;
-        if (S.has_q != 0u) { qd = q[j * P.vocab + d]; }
-        var ratio = select(0.0, 1.0, pd > 0.0);
-        if (qd > 0.0) { ratio = pd / qd; }
-        let u = rand_uniform(S.seed_lo, S.seed_hi, S.seq, pos, 0xffffffffu);
-        if (u < ratio) { decision = 1u; tok = d; } else { decision = 0u; }
-      } else {
-        decision = 0u;
-      }
+      tok = draw(pos, -1, 0u);
     }
-    if (workgroupUniformLoad(&decision) == 1u) {
-      if (lid == 0u) { out[1u + n] = drafts[j]; }
-      n++;
-      continue;
-    }
-    // Rejected draft (recovered token) or last row (bonus token).
-    if (S.temperature > 0.0) {
-      if (j < k) {
-        tok = draw(pos, i32(j), drafts[j]);
-        if (tok == 0xffffffffu) { tok = draw(pos, -1, 0u); }
-      } else {
-        tok = draw(pos, -1, 0u);
-      }
-    }
-    if (lid == 0u) { out[1u + n] = tok; }
-    n++;
-    break;
   }
-  if (lid == 0u) { out[0] = n; }
+  r.tok = tok;
+  if (lid == 0u) { res[i] = r; }
 }

@@ -1,0 +1,315 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
+)
+
+// Sampling are a sequence's sampling settings.
+type Sampling struct {
+	Temperature float32 // <= 0: greedy
+	TopK        int     // 0: off
+	TopP        float32 // 0 or 1: off
+	Seed        uint64
+	SeqID       uint32 // a second random key: sequences with one seed and different ids differ
+}
+
+// SeqStep is one sequence's part of a batched step: its new tokens, at positions
+// Seq.Len().., the last NDraft of them drafts to verify.
+type SeqStep struct {
+	Seq      *runtime.Sequence
+	Tokens   []int
+	NDraft   int
+	Q        []float32 // [NDraft, vocab] draft probabilities, or nil: one-hot on the drafts
+	Sample   bool      // sample after the tokens (false: a prompt chunk that does not end the prompt)
+	Sampling Sampling
+}
+
+// StepOut is one sequence's result: the accepted drafts followed by one recovered or bonus
+// token (one sampled token without drafts), nil when it did not sample, or the error of its
+// logits (ErrNonFinite).
+type StepOut struct {
+	Tokens []int
+	Err    error
+}
+
+// rowSpan is where a step put one sequence's rows.
+type rowSpan struct{ row0, pos0, n int }
+
+// Step runs one forward pass over the batch's tokens in one submit and samples on the device.
+// Only the emitted token ids come back. The caches then hold all of the tokens: the caller
+// truncates the rejected drafts. An invalid batch (wrapping ErrBadInput, ErrContextFull or
+// runtime.ErrPoolExhausted) or a failed submit leaves every cache as it was.
+func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
+	if m.embed == nil {
+		return nil, fmt.Errorf("model: %w (the model was released)", runtime.ErrClosed)
+	}
+	if err := m.checkBatch(batch); err != nil {
+		return nil, err
+	}
+	sp, err := m.prepare(batch)
+	if err != nil {
+		return nil, err
+	}
+	o := m.Opts
+	enc := m.d.NewEncoder()
+	m.encodeCopies(enc, sp.copies)
+	sp.prog.Encode(enc, &sp.step, nil)
+	stride := o.MaxDraft + 2
+	sampled := sp.step.LogitRows > 0
+	if sampled {
+		enc.Copy(m.out, 0, m.staging, 0, uint64(4*stride*len(batch)))
+	}
+	if err := enc.Submit(); err != nil {
+		for s, st := range batch {
+			st.Seq.Truncate(sp.before[s])
+		}
+		return nil, err
+	}
+	for s, st := range batch {
+		st.Seq.Commit(sp.before[s] + len(st.Tokens))
+	}
+	m.last = sp.last
+	outs := make([]StepOut, len(batch))
+	if !sampled {
+		return outs, nil
+	}
+	raw := make([]byte, 4*stride*len(batch))
+	if err := m.staging.Read(0, raw); err != nil {
+		return nil, err
+	}
+	for s, st := range batch {
+		if st.Sample {
+			outs[s] = m.parseOut(raw[4*stride*s:4*stride*(s+1)], st, sp.before[s])
+		}
+	}
+	return outs, nil
+}
+
+// preparedStep is a batch laid out for the device: its inputs are written, its pages reserved.
+type preparedStep struct {
+	prog   *runtime.Program
+	step   runtime.StepBlock
+	copies []runtime.PageCopy            // copy-on-write page copies to encode first
+	before []int                         // each sequence's length before the step
+	last   map[*runtime.Sequence]rowSpan // where each sequence's rows go
+}
+
+// prepare reserves the batch's pages (checkBatch counted them) and writes its inputs: tokens,
+// rows, attention blocks, sequences, page tables, the rows that sample, drafts and q.
+func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
+	c, o := m.Cfg, m.Opts
+	rowsN := 0
+	for _, st := range batch {
+		rowsN += len(st.Tokens)
+	}
+	prog, blockRows, err := m.program(rowsN)
+	if err != nil {
+		return nil, err
+	}
+	attRows := runtime.AttentionBlockRows(blockRows, c.HeadDim)
+	maxPages := (c.MaxSeq + o.PageSize - 1) / o.PageSize
+	var (
+		rows    []runtime.RowInfo
+		tokens  []uint32
+		seqs    = make([]runtime.SeqInfo, len(batch))
+		blocks  []runtime.AttnBlock
+		rowsel  []uint32
+		drafts  []uint32
+		qs      []float32
+		copies  []runtime.PageCopy
+		pages   = make([]uint32, len(batch)*maxPages)
+		before  = make([]int, len(batch))
+		newLast = map[*runtime.Sequence]rowSpan{}
+	)
+	for s, st := range batch {
+		pos0, n := st.Seq.Len(), len(st.Tokens)
+		before[s] = pos0
+		cp, err := st.Seq.Reserve(pos0 + n)
+		if err != nil { // checkBatch counted the pages: a broken invariant
+			panic(fmt.Sprintf("model: reserve after the page check: %v", err))
+		}
+		copies = append(copies, cp...)
+		for i, p := range st.Seq.Pages() {
+			pages[s*maxPages+i] = uint32(p)
+		}
+		row0 := len(rows)
+		newLast[st.Seq] = rowSpan{row0: row0, pos0: pos0, n: n}
+		for i, t := range st.Tokens {
+			rows = append(rows, runtime.RowInfo{Seq: uint32(s), Pos: uint32(pos0 + i)})
+			tokens = append(tokens, uint32(t))
+		}
+		for b := 0; b < n; b += attRows {
+			blocks = append(blocks, runtime.AttnBlock{Row0: uint32(row0 + b), Rows: uint32(min(attRows, n-b))})
+		}
+		si := runtime.SeqInfo{PageOff: uint32(s * maxPages)}
+		if st.Sample {
+			nd, sm := st.NDraft, st.Sampling
+			first := n - nd - 1 // the first row that samples
+			si.Sampled, si.NDraft, si.LogitRow0 = 1, uint32(nd), uint32(len(rowsel))
+			si.PosSample, si.DraftOff = uint32(pos0+first+1), uint32(len(drafts))
+			si.SeedLo, si.SeedHi, si.SeqID = uint32(sm.Seed), uint32(sm.Seed>>32), sm.SeqID
+			si.Temperature, si.TopP, si.TopK = sm.Temperature, sm.TopP, uint32(max(sm.TopK, 0))
+			if si.TopP <= 0 {
+				si.TopP = 1
+			}
+			for j := 0; j <= nd; j++ {
+				rowsel = append(rowsel, uint32(row0+first+j))
+			}
+			for _, t := range st.Tokens[n-nd:] {
+				drafts = append(drafts, uint32(t))
+			}
+			if st.Q != nil { // q's rows are the drafts' (zeros for those of other sequences)
+				si.HasQ = 1
+				qs = append(qs, make([]float32, int(si.DraftOff)*c.Vocab-len(qs))...)
+				qs = append(qs, st.Q...)
+			}
+		}
+		seqs[s] = si
+	}
+	step := runtime.StepBlock{M: uint32(rowsN), NSeqs: uint32(len(batch)), LogitRows: uint32(len(rowsel)), NBlocks: uint32(len(blocks))}
+	m.tokens.Write(0, runtime.U32Bytes(tokens))
+	m.rows.Write(0, runtime.SliceBytes(rows))
+	m.blocks.Write(0, runtime.SliceBytes(blocks))
+	m.seqs.Write(0, runtime.SliceBytes(seqs))
+	m.pageTable.Write(0, runtime.U32Bytes(pages))
+	if len(rowsel) > 0 {
+		m.rowsel.Write(0, runtime.U32Bytes(rowsel))
+	}
+	if len(drafts) > 0 {
+		m.drafts.Write(0, runtime.U32Bytes(drafts))
+	}
+	if len(qs) > 0 { // the sampler reads q only where a sequence has it
+		m.q.Write(0, runtime.F32Bytes(qs))
+	}
+	return &preparedStep{prog: prog, step: step, copies: copies, before: before, last: newLast}, nil
+}
+
+// parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
+func (m *Model) parseOut(raw []byte, st SeqStep, pos0 int) StepOut {
+	word := func(i int) uint32 { return binary.LittleEndian.Uint32(raw[4*i:]) }
+	n := int(word(0))
+	if n == 0 {
+		kind := map[uint32]string{1: "NaN", 2: "infinite", 3: "NaN and infinite"}[word(1)]
+		pos := pos0 + len(st.Tokens) - st.NDraft - 1 + int(word(2))
+		return StepOut{Err: fmt.Errorf("%w: the model produced %s logits at position %d", ErrNonFinite, kind, pos)}
+	}
+	if n > st.NDraft+1 {
+		return StepOut{Err: fmt.Errorf("runtime: sampler emitted %d tokens for %d drafts", n, st.NDraft)}
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = int(word(i + 1))
+		if out[i] >= m.Cfg.Vocab {
+			return StepOut{Err: fmt.Errorf("runtime: sampler emitted token id %d outside the vocabulary of %d", out[i], m.Cfg.Vocab)}
+		}
+	}
+	return StepOut{Tokens: out}
+}
+
+// encodeCopies copies shared pages into their private replacements (copy-on-write) in every
+// layer's cache, through the scratch page: a WebGPU copy never has one buffer at both ends.
+func (m *Model) encodeCopies(enc *webgpu.Encoder, copies []runtime.PageCopy) {
+	pageBytes := uint64(m.Opts.PageSize * m.Cfg.NKVHeads * m.Cfg.HeadDim * 4)
+	for _, cp := range copies {
+		for _, ly := range m.layers {
+			for _, b := range []*webgpu.Buffer{ly.kc, ly.vc} {
+				enc.Copy(b, uint64(cp.From)*pageBytes, m.scratch, 0, pageBytes)
+				enc.Copy(m.scratch, 0, b, uint64(cp.To)*pageBytes, pageBytes)
+			}
+		}
+	}
+}
+
+// checkBatch refuses a batch the step cannot run, before anything changes.
+func (m *Model) checkBatch(batch []SeqStep) error {
+	c, o := m.Cfg, m.Opts
+	if len(batch) == 0 || len(batch) > o.MaxSeqs {
+		return fmt.Errorf("%w: %d sequences in a step (1..%d)", ErrBadInput, len(batch), o.MaxSeqs)
+	}
+	rows, logitRows, pagesNeeded := 0, 0, 0
+	seen := map[*runtime.Sequence]bool{}
+	for _, st := range batch {
+		n := len(st.Tokens)
+		switch {
+		case st.Seq == nil || seen[st.Seq]:
+			return fmt.Errorf("%w: a sequence missing or twice in a step", ErrBadInput)
+		case n == 0:
+			return fmt.Errorf("%w: no tokens", ErrBadInput)
+		case st.NDraft < 0 || st.NDraft > o.MaxDraft || st.NDraft >= n:
+			return fmt.Errorf("%w: %d drafts among %d tokens (at most %d)", ErrBadInput, st.NDraft, n, o.MaxDraft)
+		case st.NDraft > 0 && !st.Sample:
+			return fmt.Errorf("%w: drafts in a step that does not sample", ErrBadInput)
+		case st.Q != nil && len(st.Q) != st.NDraft*c.Vocab:
+			return fmt.Errorf("%w: q has %d values, want %d x %d", ErrBadInput, len(st.Q), st.NDraft, c.Vocab)
+		case st.Seq.Len()+n > c.MaxSeq:
+			return fmt.Errorf("%w: %d tokens after this step, the context is %d", runtime.ErrContextFull, st.Seq.Len()+n, c.MaxSeq)
+		}
+		for _, t := range st.Tokens {
+			if t < 0 || t >= c.Vocab {
+				return fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, c.Vocab)
+			}
+		}
+		seen[st.Seq] = true
+		rows += n
+		if st.Sample {
+			logitRows += st.NDraft + 1
+		}
+		pagesNeeded += st.Seq.PagesNeeded(st.Seq.Len() + n)
+	}
+	switch {
+	case rows > o.PrefillChunk:
+		return fmt.Errorf("%w: %d rows in a step (at most %d)", ErrBadInput, rows, o.PrefillChunk)
+	case logitRows > o.MaxLogitRows:
+		return fmt.Errorf("%w: %d rows to sample in a step (at most %d)", ErrBadInput, logitRows, o.MaxLogitRows)
+	case pagesNeeded > m.Pool.Free():
+		return fmt.Errorf("%w: the step needs %d pages, %d are free", runtime.ErrPoolExhausted, pagesNeeded, m.Pool.Free())
+	}
+	return nil
+}
+
+// Forward runs tokens for one sequence (the last nDraft of them drafts, with draft
+// probabilities q [nDraft, vocab] or nil for one-hot) and returns the accepted drafts followed
+// by one recovered or bonus token (one sampled token without drafts): Step for a batch of one,
+// a long input in steps of PrefillChunk tokens (the drafts and the token before them always
+// in the last). A failed step leaves the cache as it was.
+func (m *Model) Forward(seq *runtime.Sequence, tokens []int, nDraft int, q []float32, s Sampling) ([]int, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens", ErrBadInput)
+	}
+	if nDraft < 0 || nDraft >= len(tokens) {
+		return nil, fmt.Errorf("%w: %d drafts among %d tokens", ErrBadInput, nDraft, len(tokens))
+	}
+	if end := seq.Len() + len(tokens); end > m.Cfg.MaxSeq {
+		return nil, fmt.Errorf("%w: %d tokens after this step, the context is %d", runtime.ErrContextFull, end, m.Cfg.MaxSeq)
+	}
+	before, chunk := seq.Len(), m.Opts.PrefillChunk
+	for start := 0; start < len(tokens); {
+		end := min(len(tokens), start+chunk)
+		if end < len(tokens) && len(tokens)-end < nDraft+1 {
+			end = len(tokens) - nDraft - 1 // the drafts and the token before them share the last chunk
+		}
+		last := end == len(tokens)
+		st := SeqStep{Seq: seq, Tokens: tokens[start:end], Sample: last, Sampling: s}
+		if last {
+			st.NDraft, st.Q = nDraft, q
+		}
+		out, err := m.Step([]SeqStep{st})
+		if err != nil {
+			seq.Truncate(before)
+			return nil, err
+		}
+		if last {
+			if out[0].Err != nil {
+				seq.Truncate(before)
+				return nil, out[0].Err
+			}
+			return out[0].Tokens, nil
+		}
+		start = end
+	}
+	panic("model: Forward ended without its last chunk")
+}
