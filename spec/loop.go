@@ -174,15 +174,15 @@ func Decode(cx context.Context, t Target, d Drafter, prompt []int, k int, maxNew
 		// Keep the KV of the last token and the accepted drafts; drop the rejected ones.
 		t.Truncate(lenBefore + 1 + accepted)
 		ctx = append(ctx, got...)
-		m.count(len(drafts), accepted)
+		m.Count(len(drafts), accepted)
 		if err := accept(d, ctx); err != nil || push(got) {
 			return o, err
 		}
 	}
 }
 
-// count records one verify step of nDraft drafts of which the first accepted passed.
-func (m *Metrics) count(nDraft, accepted int) {
+// Count records one verify step of nDraft drafts of which the first accepted passed.
+func (m *Metrics) Count(nDraft, accepted int) {
 	m.Steps++
 	m.EmittedTokens += accepted + 1
 	if nDraft == 0 {

@@ -1,8 +1,10 @@
 // sample_pick.wgsl: the per-sequence half of the rejection sampler: it walks a sequence's rows
 // (sample_rows.wgsl recorded each one) and emits the accepted drafts and one more token:
-//   accepted token:  d_j, kept if it is the row's argmax (greedy), or with probability
-//                    min(1, ratio_j), decided by u = rand_uniform(seed, seq, pj, 0xffffffff);
-//   recovered token: at the first rejection, the row's recorded sample of max(p' - q', 0);
+//   accepted token:  d_j, kept if it is the row's recorded token (its argmax, greedy, or its
+//                    sample of p', one-hot drafts), or with q with probability min(1, ratio_j),
+//                    decided by u = rand_uniform(seed, seq, pj, 0xffffffff);
+//   recovered token: at the first rejection, the row's recorded token (with q: its sample of
+//                    max(p' - q', 0));
 //   bonus token:     when all drafts are accepted, the last row's recorded sample of p'.
 // One invocation per sequence. Output out[s * out_stride ..]: [n, tokens...]; a sequence
 // with a non-finite row gets [0, kind, row] instead; one that does not sample gets nothing.
@@ -39,7 +41,7 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
     if (j < si.n_draft) {
       let d = drafts[si.draft_off + j];
       var accept = r.tok == d;
-      if (si.temperature > 0.0) {
+      if (si.temperature > 0.0 && si.has_q != 0u) {
         accept = rand_uniform(si.seed_lo, si.seed_hi, si.seq_id, si.pos_sample + j, 0xffffffffu) < r.ratio;
       }
       if (accept) {

@@ -7,9 +7,10 @@
 // renormalised: that is p'. The draft's q' is the q row given (has_q) or one-hot on d_j.
 // For every row it records what sample_pick needs, whether or not the row is reached:
 //   greedy (temperature <= 0): tok = argmax of the row;
-//   a draft row:  ratio = p'(d_j) / q'(d_j) (the acceptance probability, capped by the pick),
-//                 tok = the recovered token, a sample of normalize(max(p' - q', 0));
-//   the last row: tok = the bonus token, a sample of p'.
+//   a draft row with q:  ratio = p'(d_j) / q'(d_j) (the acceptance probability, capped by the
+//                 pick), tok = the recovered token, a sample of normalize(max(p' - q', 0));
+//   any other row: tok = a sample of p' (a one-hot draft passes iff it is that sample, which
+//                 otherwise replaces it: ref.RejectionSample says why that is exact).
 // Samples use the Gumbel-max trick with gumbel(seed, seq, pj, i) for token i, so a seeded run
 // is reproducible on any adapter, alone or batched. A row holding a NaN or an infinity gets
 // bad = 1 (NaN) | 2 (infinity) and nothing else.
@@ -333,11 +334,10 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     tok = greedy(i);
   } else {
     process(i, su.top_k, su.top_p);
-    if (j < su.n_draft) {
+    if (j < su.n_draft && su.has_q != 0u) {
       let d = drafts[su.draft_off + j];
       let pd = pprime(d);
-      var qd = 1.0;
-      if (su.has_q != 0u) { qd = q[(su.draft_off + j) * P.vocab + d]; }
+      let qd = q[(su.draft_off + j) * P.vocab + d];
       r.ratio = select(0.0, 1.0, pd > 0.0);
       if (qd > 0.0) { r.ratio = pd / qd; }
       tok = draw(pos, i32(su.draft_off + j), d);

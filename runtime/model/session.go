@@ -36,3 +36,6 @@ func (s *Session) MaxSeq() int { return s.m.Cfg.MaxSeq }
 // into a shared page copies it, so the two sequences can go on differently (parallel samples
 // of one prompt, beam search).
 func (s *Session) Fork() *Session { return &Session{m: s.m, seq: s.seq.Fork()} }
+
+// Sequence is the session's sequence in the page pool (for batched steps: Model.Step).
+func (s *Session) Sequence() *runtime.Sequence { return s.seq }

@@ -20,11 +20,18 @@ const RejectionDraw = 0xFFFFFFFF
 // With p'_j = ProcessedProbs(targetLogits row j, p):
 //
 //   - Accepted tokens: the longest prefix of drafts that passes verification. In greedy
-//     mode (Temperature <= 0) draft j passes iff drafts[j] == Argmax(row j). Otherwise,
-//     with u = RandUniform(seed, seq, pos0+j, RejectionDraw), draft j passes iff
-//     u < min(1, p'_j(d) / q'_j(d)) for d = drafts[j]. If q'_j(d) == 0 (a drafter never
-//     proposes such a token) the ratio is taken as 1 when p'_j(d) > 0 (accept) and 0
-//     otherwise (reject); vLLM instead always rejects a draft with q'_j(d) == 0.
+//     mode (Temperature <= 0) draft j passes iff drafts[j] == Argmax(row j). For a
+//     deterministic drafter (draftProbs nil) draft j passes iff it is the token Sample
+//     draws at its position, Sample(row j, p, seed, seq, pos0+j), and that sample replaces
+//     it otherwise: a draft is accepted with probability p'_j(d), as min(1, p'/q') gives for a
+//     one-hot q', and a rejected one is replaced by a sample of p'_j without d, as the
+//     residual norm(max(p'_j - q'_j, 0)) is; so the output is token for token what Sample
+//     gives with no drafts, whatever the drafts (speculation, batching and the draft length
+//     never change a seeded text). With draftProbs, u = RandUniform(seed, seq, pos0+j,
+//     RejectionDraw) and draft j passes iff u < min(1, p'_j(d) / q'_j(d)) for d = drafts[j].
+//     If q'_j(d) == 0 (a drafter never proposes such a token) the ratio is taken as 1 when
+//     p'_j(d) > 0 (accept) and 0 otherwise (reject); vLLM instead always rejects a draft
+//     with q'_j(d) == 0.
 //   - Recovered token: at the first rejected draft j, the token that replaces it, drawn
 //     from the residual distribution norm(max(p'_j - q'_j, 0)) by the Gumbel-max trick:
 //     argmax over i with a positive residual of log(residual[i]) + Gumbel(seed, seq,
@@ -60,13 +67,17 @@ func RejectionSample(targetLogits []float32, drafts []int, draftProbs []float32,
 		}
 
 		target := ProcessedProbs(row(j), p) // p'_j [V]
-		draft := make([]float64, V)         // q'_j [V]
-		if draftProbs == nil {
-			draft[d] = 1
-		} else {
-			for i := range draft {
-				draft[i] = float64(draftProbs[j*V+i])
+		if draftProbs == nil {              // one-hot q': the draft passes iff it is the sample
+			tok := GumbelMax(target, seed, seq, pos)
+			if tok != d {
+				return append(out, tok), j
 			}
+			out = append(out, d)
+			continue
+		}
+		draft := make([]float64, V) // q'_j [V]
+		for i := range draft {
+			draft[i] = float64(draftProbs[j*V+i])
 		}
 
 		ratio := 0.0

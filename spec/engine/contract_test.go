@@ -92,7 +92,7 @@ func TestCancel(t *testing.T) {
 		if res.Finish != "cancelled" || len(res.Tokens) < 10 || len(res.Tokens) > 10+5 {
 			t.Fatalf("speculation %v: cancelled after 10 pieces of text: %d tokens, finish %q", spec, len(res.Tokens), res.Finish)
 		}
-		if used := e.target.Pool.InUse(); used != 0 {
+		if used := e.Stats().PagesUsed; used != 0 {
 			t.Fatalf("speculation %v: %d pages in use after a cancelled generation", spec, used)
 		}
 	}
@@ -176,7 +176,7 @@ func TestConcurrentGenerate(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if used := e.target.Pool.InUse(); used != 0 {
+	if used := e.Stats().PagesUsed; used != 0 {
 		t.Fatalf("%d pages in use after the generations", used)
 	}
 }

@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -77,15 +81,18 @@ type Options struct {
 	// Device, when set, is the device to load on (Adapter is then ignored); it is shared,
 	// not owned: Close leaves it open. Another engine on it must not generate concurrently.
 	Device *runtime.Device
+	// OnStep, when set, is told about every step of the scheduler (metrics); it runs on the
+	// scheduler's goroutine and must not block.
+	OnStep func(sched.StepInfo)
 }
 
 // Engine is a model on a device with its tokenizer and optional speculative method.
 //
 // Contract:
-//   - It is safe for concurrent use. Generations share the device one at a time: a
-//     Generate waits (honouring its context) while another holds the device, so concurrent
-//     callers get exactly the output each would get alone. (The serving scheduler batches
-//     sequences into shared steps instead.)
+//   - It is safe for concurrent use. Its scheduler (spec/sched) runs the generations of all
+//     callers in shared steps (continuous batching): each gets exactly the output it gets
+//     alone (the same kernels compute each row alike, and every sequence has its own random
+//     key), while the device serves them together.
 //   - Generate's context cancels within one model step; the sequence's KV pages are freed
 //     and the tokens so far come back with FinishCancelled.
 //   - Close cancels running generations, waits for them, and frees the drafter, the model
@@ -99,12 +106,12 @@ type Engine struct {
 	ownDev bool // Close closes dev
 	target *model.Model
 	method spec.Method // nil: no speculation
-	k      int         // the method's draft tokens per step
+	k      int         // the method's draft tokens per step (at most)
+	cost   *spec.CostModel
+	sched  *sched.Scheduler
 
-	lock   chan struct{}      // held (one value in it) by the generation using the device
-	done   context.Context    // cancelled by Close
-	cancel context.CancelFunc // cancels done
-	closed bool               // set under lock
+	closeOnce sync.Once
+	closed    atomic.Bool
 }
 
 // Load reads a Hugging Face model folder (config.json, safetensors, tokenizer.json) and
@@ -133,7 +140,7 @@ func Load(dir string, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg, lock: make(chan struct{}, 1)}
+	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg}
 	var ck spec.Checkpoint
 	if o.Speculative != nil {
 		sc := *o.Speculative
@@ -173,9 +180,31 @@ func Load(dir string, o Options) (*Engine, error) {
 			e.release()
 			return nil, err
 		}
+		if e.cost, err = e.calibrate(); err != nil {
+			e.release()
+			return nil, err
+		}
 	}
-	e.done, e.cancel = context.WithCancel(context.Background())
+	e.sched = sched.New(e.target, e.method, sched.Options{Cost: e.cost, OnStep: o.OnStep})
+	go e.sched.Run()
 	return e, nil
+}
+
+// calibrate times steps of 1, 5 and 9 rows (one token and its drafts) on a scratch sequence:
+// the cost model adaptive speculation starts from.
+func (e *Engine) calibrate() (*spec.CostModel, error) {
+	sess := e.target.NewSession()
+	defer sess.Release()
+	return spec.Calibrate(func(rows int) (time.Duration, error) {
+		toks := make([]int, min(rows, e.target.Opts.MaxDraft+1))
+		for i := range toks {
+			toks[i] = i % e.cfg.Vocab
+		}
+		t0 := time.Now()
+		_, err := sess.Forward(toks, len(toks)-1, nil, model.Sampling{})
+		sess.Truncate(0)
+		return time.Since(t0), err
+	}, 3)
 }
 
 // release frees what the engine holds on the device (for Load's failures and Close).
@@ -199,34 +228,15 @@ func (e *Engine) release() {
 // Close cancels the running generations, waits for them and frees the speculative method,
 // the model and the device. Closing twice is harmless.
 func (e *Engine) Close() error {
-	e.cancel()
-	e.lock <- struct{}{}
-	defer func() { <-e.lock }()
-	if !e.closed {
-		e.closed = true
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		e.sched.Close()
 		e.release()
-	}
+	})
 	return nil
 }
 
-// acquire takes the device for one caller, waiting while another holds it, until ctx is
-// done or the engine closes.
-func (e *Engine) acquire(ctx context.Context) error {
-	select {
-	case e.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.done.Done():
-		return ErrClosed
-	}
-	if e.closed {
-		<-e.lock
-		return ErrClosed
-	}
-	return nil
-}
-
-func (e *Engine) releaseLock() { <-e.lock }
+func (e *Engine) isClosed() bool { return e.closed.Load() }
 
 // Info describes a loaded engine.
 type Info struct {
@@ -257,11 +267,40 @@ func (e *Engine) Info() Info {
 // Tokenizer is the model's tokenizer.
 func (e *Engine) Tokenizer() *weights.Tokenizer { return e.tok }
 
-// BenchDecode times n greedy decode steps after prompt (see model.BenchDecode).
+// BenchDecode times n greedy decode steps after prompt (see model.BenchDecode), between the
+// scheduler's steps.
 func (e *Engine) BenchDecode(ctx context.Context, prompt string, n int) (model.DecodeBench, error) {
-	if err := e.acquire(ctx); err != nil {
-		return model.DecodeBench{}, err
+	if e.isClosed() {
+		return model.DecodeBench{}, ErrClosed
 	}
-	defer e.releaseLock()
-	return e.target.BenchDecode(e.tok.Encode(prompt, e.tok.AddBOS()), n)
+	var b model.DecodeBench
+	err := e.sched.Do(func() (err error) {
+		b, err = e.target.BenchDecode(e.tok.Encode(prompt, e.tok.AddBOS()), n)
+		return err
+	})
+	if errors.Is(err, sched.ErrClosed) {
+		return b, ErrClosed
+	}
+	return b, err
+}
+
+// Stats are the engine's load: the scheduler's running and waiting sequences and the KV
+// page pool's use.
+type Stats struct {
+	Running, Waiting int
+	PagesUsed, Pages int
+}
+
+// Stats returns the engine's current load, read between two steps (zero after Close).
+func (e *Engine) Stats() Stats {
+	var st Stats
+	if e.isClosed() {
+		return st
+	}
+	e.sched.Do(func() error {
+		s := e.sched.Stats()
+		st = Stats{Running: s.Running, Waiting: s.Waiting, PagesUsed: e.target.Pool.InUse(), Pages: e.target.Pool.Pages()}
+		return nil
+	})
+	return st
 }

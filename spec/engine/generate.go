@@ -2,15 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/spec"
-	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/spec/sched"
 )
 
 // GenerateOptions are the sampling and speculation settings of one generation. The zero
@@ -21,14 +21,26 @@ type GenerateOptions struct {
 	TopP        float32 // nucleus threshold in (0, 1]; 0 is unset, which means 1 (off)
 	TopK        int     // keep the k most likely tokens; 0 or -1 (vLLM's spelling): off
 	Seed        uint64  // the same seed and settings give the same text
+	// Choice tells apart generations of one prompt and seed (OpenAI's n: choice i of n): it
+	// is a key of the sampler's random numbers, so choices differ and each is reproducible.
+	Choice int
+	// Stop strings end the generation where they first appear in the text (which they are
+	// not part of), also across token boundaries. At most MaxStops, each non-empty.
+	Stop []string
 
-	// Speculation: the engine's method drafts NumSpeculativeTokens per step (0: the
-	// engine's k, the most; at most spec.MaxSpeculativeTokens), unless NoSpeculation.
+	// Speculation: the engine's method drafts up to NumSpeculativeTokens per step (0: the
+	// engine's k; at most spec.MaxSpeculativeTokens), as far as drafts pay for themselves
+	// under the load of the moment, or exactly that many when FixedSpeculation; none with
+	// NoSpeculation.
 	NumSpeculativeTokens int
+	FixedSpeculation     bool
 	NoSpeculation        bool
 
-	OnText func(string) // streamed text, as complete UTF-8
+	OnText func(string) // streamed text, as complete UTF-8 (on the caller's goroutine)
 }
+
+// MaxStops is the most stop strings a generation takes.
+const MaxStops = 16
 
 // Validate checks the options: every value a caller can pass out of range is an error
 // wrapping ErrInvalid, naming the field.
@@ -48,6 +60,15 @@ func (o *GenerateOptions) Validate() error {
 		return bad("top_k %d: want a value >= 1, or 0 or -1 for off", o.TopK)
 	case o.NumSpeculativeTokens < 0 || o.NumSpeculativeTokens > spec.MaxSpeculativeTokens:
 		return bad("num_speculative_tokens %d: want 1..%d (0: the engine's)", o.NumSpeculativeTokens, spec.MaxSpeculativeTokens)
+	case o.Choice < 0:
+		return bad("choice %d: want a value >= 0", o.Choice)
+	case len(o.Stop) > MaxStops:
+		return bad("%d stop strings: at most %d", len(o.Stop), MaxStops)
+	}
+	for _, s := range o.Stop {
+		if s == "" || !utf8.ValidString(s) {
+			return bad("stop string %q: want non-empty UTF-8", s)
+		}
 	}
 	return nil
 }
@@ -55,19 +76,22 @@ func (o *GenerateOptions) Validate() error {
 // Result is a finished generation.
 type Result struct {
 	PromptTokens []int
-	Tokens       []int             // generated, without the stop token
+	Tokens       []int             // generated, without the stop token (and cut at a stop string)
 	Text         string            // the generated text as streamed (it continues the prompt)
 	Finish       spec.FinishReason // why it ended
-	Prefill      time.Duration     // prompt processing up to the first token
+	Queued       time.Duration     // waiting for a place in the batch
+	Prefill      time.Duration     // from the request to its first token
 	Decode       time.Duration     // the rest
 	Metrics      spec.Metrics      // what speculation did
+	Preempted    int               // times its KV pages were taken back and recomputed
 }
 
 // Generate encodes prompt, decodes new tokens (with speculation when the engine has a method
-// and o does not turn it off) and streams the text. Cancelling ctx stops it within one step:
-// the result then holds the tokens so far and says FinishCancelled (not an error). A request
-// the engine cannot serve (a bad option, a prompt that fills the context) is an error
-// wrapping ErrInvalid or ErrPromptTooLong, and the engine serves the next one.
+// and o does not turn it off) and streams the text. The engine's scheduler runs it in steps
+// shared with the other generations. Cancelling ctx stops it within one step: the result then
+// holds the tokens so far and says FinishCancelled (not an error). A request the engine
+// cannot serve (a bad option, a prompt that fills the context) is an error wrapping
+// ErrInvalid or ErrPromptTooLong, and the engine serves the next one.
 func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -75,13 +99,9 @@ func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions)
 	if !utf8.ValidString(prompt) {
 		return nil, fmt.Errorf("%w: the prompt is not valid UTF-8", ErrInvalid)
 	}
-	if err := e.acquire(ctx); err != nil {
-		if ctx.Err() != nil {
-			return &Result{Finish: spec.FinishCancelled}, nil
-		}
-		return nil, err
+	if e.isClosed() {
+		return nil, ErrClosed
 	}
-	defer e.releaseLock()
 	k := 0
 	if e.method != nil && !o.NoSpeculation {
 		k = e.k
@@ -98,54 +118,41 @@ func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions)
 	if len(ids) >= e.cfg.MaxSeq {
 		return nil, fmt.Errorf("%w: %d tokens, the context is %d", ErrPromptTooLong, len(ids), e.cfg.MaxSeq)
 	}
-	maxNew := e.cfg.MaxSeq // unset: Decode stops at the end of the context
+	maxNew := e.cfg.MaxSeq // unset: the scheduler stops at the end of the context
 	if o.MaxTokens > 0 {
 		maxNew = o.MaxTokens
 	}
-
-	// Close cancels the generation too.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(e.done, cancel)
-	defer stop()
-
-	sess := e.target.NewSession()
-	defer sess.Release()
-	var drafter spec.Drafter
-	if k > 0 {
-		var err error
-		if drafter, err = e.method.NewDrafter(sess); err != nil {
-			return nil, err
-		}
-		defer drafter.Release()
-	}
-	stream := weights.NewStreamDecoder(e.tok)
-	res := &Result{PromptTokens: ids}
 	start := time.Now()
-	var first time.Time
-	var text strings.Builder
-	out := func(s string) {
-		text.WriteString(s)
-		if s != "" && o.OnText != nil {
-			o.OnText(s)
+	ts := newTextStream(e.tok, o.Stop, o.OnText)
+	smp := model.Sampling{Temperature: o.Temperature, TopK: max(o.TopK, 0), TopP: o.TopP, Seed: o.Seed, SeqID: uint32(o.Choice)}
+	resc := e.sched.Submit(&sched.Request{Ctx: ctx, Prompt: ids, MaxNew: maxNew, Sampling: smp, Stop: e.cfg.EOS,
+		K: k, FixedK: o.FixedSpeculation, Emit: ts.push})
+	var r sched.Result
+	for done := false; !done; {
+		select {
+		case <-ts.wake:
+			ts.flush(false)
+		case r = <-resc:
+			done = true
 		}
 	}
-	emit := func(tok int) bool {
-		if first.IsZero() {
-			first = time.Now()
+	if r.Err != nil {
+		if errors.Is(r.Err, sched.ErrClosed) {
+			return nil, ErrClosed
 		}
-		out(stream.Push(tok))
-		return true
+		return nil, r.Err
 	}
-	smp := model.Sampling{Temperature: o.Temperature, TopK: max(o.TopK, 0), TopP: o.TopP, Seed: o.Seed}
-	dec, err := spec.Decode(ctx, sess, drafter, ids, k, maxNew, smp, e.cfg.EOS, emit)
-	out(stream.Flush())
+	ts.flush(true)
 	end := time.Now()
-	if first.IsZero() {
-		first = end
+	res := &Result{PromptTokens: ids, Tokens: r.Tokens, Text: ts.text.String(), Finish: r.Finish,
+		Queued: r.Queued, Metrics: r.Metrics, Preempted: r.Preempted}
+	if ts.matched {
+		res.Tokens, res.Finish = r.Tokens[:min(ts.kept, len(r.Tokens))], spec.FinishStop
 	}
-	res.Tokens, res.Metrics, res.Finish = dec.Tokens, dec.Metrics, dec.Finish
-	res.Text = text.String()
-	res.Prefill, res.Decode = first.Sub(start), end.Sub(first)
-	return res, err
+	res.Prefill = r.FirstToken
+	if r.FirstToken == 0 {
+		res.Prefill = end.Sub(start)
+	}
+	res.Decode = end.Sub(start) - res.Prefill
+	return res, nil
 }

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wspec/wspec/weights"
+)
+
+// textStream turns a generation's tokens into streamed text on the caller's goroutine: the
+// scheduler pushes tokens (push never blocks it), the caller flushes them into text, holds
+// back what could still become a stop string, and cuts the text (and the tokens) at the first
+// stop string, which is not part of the output.
+type textStream struct {
+	dec    *weights.StreamDecoder
+	stops  []string
+	onText func(string)
+	hold   int // bytes held back: the longest stop string, less one
+
+	mu      sync.Mutex
+	pending []int
+	wake    chan struct{}
+	stopped atomic.Bool // a stop string was found: the scheduler should stop
+
+	text    strings.Builder // everything decoded so far (up to the stop string when found)
+	sent    int             // bytes of text given to onText
+	ends    []int           // text length after each token
+	kept    int             // tokens before the cut (all, when no stop string was found)
+	matched bool
+}
+
+func newTextStream(tok *weights.Tokenizer, stops []string, onText func(string)) *textStream {
+	ts := &textStream{dec: weights.NewStreamDecoder(tok), stops: stops, onText: onText, wake: make(chan struct{}, 1)}
+	for _, s := range stops {
+		ts.hold = max(ts.hold, len(s)-1)
+	}
+	return ts
+}
+
+// push queues a token (on the scheduler's goroutine); false asks it to stop.
+func (ts *textStream) push(tok int) bool {
+	ts.mu.Lock()
+	ts.pending = append(ts.pending, tok)
+	ts.mu.Unlock()
+	select {
+	case ts.wake <- struct{}{}:
+	default:
+	}
+	return !ts.stopped.Load()
+}
+
+// flush decodes the queued tokens and passes on the text that is settled; final releases
+// what was held back.
+func (ts *textStream) flush(final bool) {
+	ts.mu.Lock()
+	toks := ts.pending
+	ts.pending = nil
+	ts.mu.Unlock()
+	for _, t := range toks {
+		if ts.matched {
+			break
+		}
+		ts.text.WriteString(ts.dec.Push(t))
+		ts.ends = append(ts.ends, ts.text.Len())
+		ts.kept = len(ts.ends)
+		ts.cut()
+	}
+	if final && !ts.matched {
+		ts.text.WriteString(ts.dec.Flush())
+		if len(ts.ends) > 0 {
+			ts.ends[len(ts.ends)-1] = ts.text.Len()
+		}
+		ts.cut()
+	}
+	upto := ts.text.Len()
+	if !final && !ts.matched {
+		upto = max(ts.sent, upto-ts.hold)
+	}
+	if upto > ts.sent {
+		if ts.onText != nil {
+			ts.onText(ts.text.String()[ts.sent:upto])
+		}
+		ts.sent = upto
+	}
+}
+
+// cut looks for a stop string in the text not yet passed on (and what it may straddle) and,
+// at the first one, drops it and all after, keeping the tokens up to the one that completed it.
+func (ts *textStream) cut() {
+	if len(ts.stops) == 0 || ts.matched {
+		return
+	}
+	s := ts.text.String()
+	from := max(0, ts.sent-ts.hold)
+	at := -1
+	for _, stop := range ts.stops {
+		if stop == "" {
+			continue
+		}
+		if i := strings.Index(s[from:], stop); i >= 0 && (at < 0 || from+i < at) {
+			at = from + i
+			end := at + len(stop)
+			for k, e := range ts.ends {
+				if e >= end {
+					ts.kept = k + 1
+					break
+				}
+			}
+		}
+	}
+	if at < 0 {
+		return
+	}
+	ts.matched = true
+	ts.stopped.Store(true)
+	ts.text.Reset()
+	ts.text.WriteString(s[:at])
+}

@@ -1,0 +1,379 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/spec"
+)
+
+// seqState is a running job's sequence: its KV (a session), its drafter and how far its
+// context is in the cache.
+type seqState struct {
+	sess    *model.Session
+	drafter spec.Drafter // nil without speculation
+	fed     int          // tokens of the job's context in the cache
+	acc     spec.Acceptance
+	idle    int // steps since it last drafted (a draft is probed now and then)
+	// this step:
+	decoding bool // it feeds its last token (and drafts), rather than a prompt chunk
+}
+
+// probeEvery is how many steps without drafts a sequence waits before drafting one token
+// anyway, so that its acceptance is still measured when the plan stops drafting.
+const probeEvery = 16
+
+// Run is the scheduler's loop; it returns when Close is called (or ctx is done).
+func (s *Scheduler) Run() {
+	defer close(s.stopped)
+	var waiting, running []*job
+	defer func() { s.shutdown(waiting, running) }()
+	for {
+		waiting = append(waiting, s.take(false)...)
+		if len(waiting) == 0 && len(running) == 0 {
+			select { // idle: wait for work
+			case <-s.wake:
+			case f := <-s.do:
+				f()
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+	drain:
+		for {
+			select {
+			case f := <-s.do:
+				f()
+			case <-s.ctx.Done():
+				return
+			default:
+				break drain
+			}
+		}
+		running = s.reap(running)
+		waiting = s.reapWaiting(waiting)
+		waiting, running = s.admit(waiting, running)
+		waiting, running = s.step(waiting, running)
+		s.mu.Lock()
+		s.running, s.queued = len(running), len(waiting)
+		s.mu.Unlock()
+	}
+}
+
+// reap ends the running jobs whose context is cancelled.
+func (s *Scheduler) reap(running []*job) []*job {
+	return slices.DeleteFunc(running, func(j *job) bool {
+		if j.req.Ctx.Err() == nil {
+			return false
+		}
+		s.finish(j, spec.FinishCancelled, nil)
+		return true
+	})
+}
+
+// reapWaiting ends the queued jobs whose context is cancelled.
+func (s *Scheduler) reapWaiting(waiting []*job) []*job {
+	return slices.DeleteFunc(waiting, func(j *job) bool {
+		if j.req.Ctx.Err() == nil {
+			return false
+		}
+		s.finish(j, spec.FinishCancelled, nil)
+		return true
+	})
+}
+
+// admit starts queued jobs, oldest first, while the model takes more sequences and the pool
+// has the pages of each one's context.
+func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
+	pool := s.m.Pool
+	reserved := 0 // pages the running prompts still need
+	for _, j := range running {
+		reserved += pagesFor(pool.PageSize, len(j.ctx)+1) - len(j.seq.sess.Sequence().Pages())
+	}
+	for len(waiting) > 0 && len(running) < s.m.Opts.MaxSeqs {
+		j := waiting[0]
+		need := pagesFor(pool.PageSize, len(j.ctx)+1)
+		if need > pool.Pages() {
+			waiting = waiting[1:]
+			s.finish(j, "", fmt.Errorf("%w: a context of %d tokens needs %d KV pages, the pool has %d",
+				runtime.ErrPoolExhausted, len(j.ctx)+1, need, pool.Pages()))
+			continue
+		}
+		if need+reserved > pool.Free() && len(running) > 0 {
+			break
+		}
+		st := &seqState{sess: s.m.NewSession()}
+		if j.req.K > 0 {
+			d, err := s.method.NewDrafter(st.sess)
+			if err != nil {
+				st.sess.Release()
+				waiting = waiting[1:]
+				s.finish(j, "", err)
+				continue
+			}
+			st.drafter = d
+		}
+		j.seq = st
+		if !j.started {
+			j.started = true
+			j.res.Queued = time.Since(j.submitted)
+		}
+		reserved += need
+		waiting, running = waiting[1:], append(running, j)
+	}
+	return waiting, running
+}
+
+func pagesFor(pageSize, tokens int) int { return (tokens + pageSize - 1) / pageSize }
+
+// step plans, runs and settles one step of the running jobs; it returns the queues, with the
+// jobs it preempted back at the front of waiting.
+func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
+	if len(running) == 0 {
+		return waiting, running
+	}
+	preempted := 0
+	var batch []model.SeqStep
+	var in []*job
+	for {
+		batch, in = s.plan(running)
+		if s.pagesNeeded(batch) <= s.m.Pool.Free() || len(running) == 1 {
+			break
+		}
+		// Out of pages: the newest running job gives its pages back and waits to be recomputed.
+		victim := running[len(running)-1]
+		running = running[:len(running)-1]
+		s.release(victim)
+		victim.res.Preempted++
+		waiting = append([]*job{victim}, waiting...)
+		preempted++
+	}
+	if len(batch) == 0 {
+		return waiting, running
+	}
+	t0 := time.Now()
+	outs, err := s.m.Step(batch)
+	took := time.Since(t0)
+	if err != nil {
+		// A lone sequence that cannot fit, or a device error: end the jobs of the step.
+		for _, j := range in {
+			s.finish(j, "", err)
+		}
+		running = slices.DeleteFunc(running, func(j *job) bool { return j.seq == nil })
+		return waiting, running
+	}
+	info := StepInfo{Rows: 0, Preempted: preempted, Time: took, Pages: s.m.Pool.Pages()}
+	for i, j := range in {
+		info.Rows += len(batch[i].Tokens)
+		s.settle(j, batch[i], outs[i], &info)
+	}
+	if s.o.Cost != nil {
+		s.o.Cost.ObserveStep(info.Rows, took)
+	}
+	running = slices.DeleteFunc(running, func(j *job) bool { return j.seq == nil })
+	info.Running, info.Waiting, info.PagesUsed = len(running), len(waiting), s.m.Pool.InUse()
+	if s.o.OnStep != nil {
+		s.o.OnStep(info)
+	}
+	return waiting, running
+}
+
+// pagesNeeded counts the free pages a batch takes.
+func (s *Scheduler) pagesNeeded(batch []model.SeqStep) int {
+	n := 0
+	for _, st := range batch {
+		n += st.Seq.PagesNeeded(st.Seq.Len() + len(st.Tokens))
+	}
+	return n
+}
+
+// plan builds the step's batch: each decoding job's last token and its drafts, and chunks
+// of the prompts being prefilled, within the step's rows and sampled rows.
+func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
+	o := s.m.Opts
+	budget, logitBudget := s.o.StepTokens, o.MaxLogitRows
+	var decoding []*job
+	for _, j := range running {
+		if j.seq.fed == len(j.ctx)-1 {
+			decoding = append(decoding, j)
+		}
+	}
+	// Draft lengths: as far as they pay (or K each without a cost model).
+	ks := make([]int, len(decoding))
+	plans := make([]spec.PlanSeq, len(decoding))
+	for i, j := range decoding {
+		room := min(j.req.MaxNew-len(j.res.Tokens)-1, s.m.Cfg.MaxSeq-len(j.ctx)-1, o.MaxDraft)
+		plans[i] = spec.PlanSeq{MaxK: max(0, min(j.req.K, room))}
+		if j.seq.drafter != nil && !j.req.FixedK {
+			plans[i].Acc = &j.seq.acc
+		}
+	}
+	if s.o.Cost != nil {
+		ks = s.o.Cost.Plan(plans, len(decoding), func(i int) bool { return decoding[i].seq.idle >= probeEvery })
+	}
+	for i, j := range decoding { // no cost model, or a fixed draft length: K every step
+		if j.seq.drafter != nil && (s.o.Cost == nil || j.req.FixedK) {
+			ks[i] = plans[i].MaxK
+		}
+	}
+	var batch []model.SeqStep
+	var in []*job
+	for i, j := range decoding {
+		if budget < 1 || logitBudget < 1 {
+			break
+		}
+		st := j.seq
+		k := min(ks[i], budget-1, logitBudget-1)
+		tokens := []int{j.ctx[len(j.ctx)-1]}
+		if k > 0 {
+			t0 := time.Now()
+			drafts, _, err := st.drafter.Propose(j.ctx, k)
+			if s.o.Cost != nil {
+				s.o.Cost.ObserveDraft(len(drafts), time.Since(t0))
+			}
+			if err != nil || len(drafts) > k {
+				drafts = nil // a failing drafter costs its drafts, not the request
+			}
+			tokens = append(tokens, drafts...)
+		}
+		if len(tokens) > 1 {
+			st.idle = 0
+		} else {
+			st.idle++
+		}
+		st.decoding = true
+		budget -= len(tokens)
+		logitBudget -= len(tokens)
+		batch = append(batch, model.SeqStep{Seq: st.sess.Sequence(), Tokens: tokens, NDraft: len(tokens) - 1,
+			Sample: true, Sampling: j.req.Sampling})
+		in = append(in, j)
+	}
+	for _, j := range running {
+		st := j.seq
+		if st.fed >= len(j.ctx)-1 || budget < 1 {
+			continue
+		}
+		n := min(budget, len(j.ctx)-st.fed)
+		last := st.fed+n == len(j.ctx)
+		if last && logitBudget < 1 {
+			n--
+			last = false
+		}
+		if n < 1 {
+			continue
+		}
+		st.decoding = false
+		batch = append(batch, model.SeqStep{Seq: st.sess.Sequence(), Tokens: j.ctx[st.fed : st.fed+n],
+			Sample: last, Sampling: j.req.Sampling})
+		in = append(in, j)
+		budget -= n
+		if last {
+			logitBudget--
+		}
+	}
+	return batch, in
+}
+
+// settle takes a job's part of a step: drops rejected drafts' KV, appends and emits the new
+// tokens, and ends the job when it is done.
+func (s *Scheduler) settle(j *job, st model.SeqStep, out model.StepOut, info *StepInfo) {
+	seq := j.seq
+	if !st.Sample { // a prompt chunk
+		seq.fed += len(st.Tokens)
+		return
+	}
+	if out.Err != nil {
+		s.finish(j, "", out.Err)
+		return
+	}
+	before := st.Seq.Len() - len(st.Tokens)
+	accepted := len(out.Tokens) - 1
+	if accepted < 0 || accepted > st.NDraft || !slices.Equal(out.Tokens[:accepted], st.Tokens[len(st.Tokens)-st.NDraft:][:accepted]) {
+		s.finish(j, "", fmt.Errorf("sched: the target returned %v for drafts %v", out.Tokens, st.Tokens[1:]))
+		return
+	}
+	if seq.decoding { // a verify step (a prompt's last chunk is not)
+		seq.sess.Truncate(before + 1 + accepted)
+		j.res.Metrics.Count(st.NDraft, accepted)
+		seq.acc.Record(st.NDraft, accepted)
+		info.Drafts += st.NDraft
+		info.Accepted += accepted
+		for len(info.AcceptedAt) < st.NDraft {
+			info.AcceptedAt = append(info.AcceptedAt, 0)
+		}
+		for i := 0; i < accepted; i++ {
+			info.AcceptedAt[i]++
+		}
+	}
+	j.ctx = append(j.ctx, out.Tokens...)
+	seq.fed = len(j.ctx) - 1
+	if seq.drafter != nil {
+		if err := seq.drafter.Accept(j.ctx); err != nil {
+			seq.drafter.Release()
+			seq.drafter = nil // speculation ends for this job; decoding goes on
+		}
+	}
+	for _, tok := range out.Tokens {
+		if slices.Contains(j.req.Stop, tok) {
+			s.finish(j, spec.FinishStop, nil)
+			return
+		}
+		if len(j.res.Tokens) == 0 {
+			j.res.FirstToken = time.Since(j.submitted)
+		}
+		j.res.Tokens = append(j.res.Tokens, tok)
+		if j.req.Emit != nil && !j.req.Emit(tok) {
+			s.finish(j, spec.FinishStop, nil)
+			return
+		}
+		if len(j.res.Tokens) == j.req.MaxNew {
+			s.finish(j, spec.FinishLength, nil)
+			return
+		}
+	}
+	if len(j.ctx) >= s.m.Cfg.MaxSeq {
+		s.finish(j, spec.FinishContextFull, nil)
+	}
+}
+
+// release frees a job's sequence and drafter; its context stays, to be recomputed.
+func (s *Scheduler) release(j *job) {
+	if j.seq == nil {
+		return
+	}
+	if j.seq.drafter != nil {
+		j.seq.drafter.Release()
+	}
+	j.seq.sess.Release()
+	j.seq = nil
+}
+
+// finish ends a job: frees what it holds and sends its result (an error, or the reason).
+func (s *Scheduler) finish(j *job, why spec.FinishReason, err error) {
+	s.release(j)
+	j.res.Finish, j.res.Err = why, err
+	if err != nil && errors.Is(err, ErrClosed) {
+		j.res.Finish = spec.FinishCancelled
+	}
+	j.done <- j.res
+}
+
+// shutdown ends every job when the scheduler stops: running ones are cancelled with their
+// tokens so far, queued ones get ErrClosed.
+func (s *Scheduler) shutdown(waiting, running []*job) {
+	for _, j := range running {
+		s.finish(j, spec.FinishCancelled, nil)
+	}
+	for _, j := range append(waiting, s.take(true)...) {
+		if j.started { // preempted: it has tokens
+			s.finish(j, spec.FinishCancelled, nil)
+		} else {
+			s.finish(j, "", ErrClosed)
+		}
+	}
+}
