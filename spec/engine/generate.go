@@ -28,6 +28,21 @@ type GenerateOptions struct {
 	// not part of), also across token boundaries. At most MaxStops, each non-empty.
 	Stop []string
 
+	// Logits processors, applied on the device to the target's logits before temperature and
+	// truncation, and to every row a step verifies alike (so speculation keeps the output
+	// distribution exact with any of them), in vLLM's order: the bias, then the penalties.
+	MinP              float32         // keep tokens with p >= MinP x the likeliest one's (0: off); in [0, 1]
+	PresencePenalty   float32         // subtracted once from each token generated so far; in [-2, 2]
+	FrequencyPenalty  float32         // subtracted per occurrence in the generated tokens; in [-2, 2]
+	RepetitionPenalty float32         // divides positive (multiplies negative) logits of tokens in the prompt or generated; 0 or 1: off
+	LogitBias         map[int]float32 // token id -> added to its logit; in [-100, 100]
+
+	// Logprobs asks for the log-probability of each generated token, and TopLogprobs (0..20)
+	// for that many of the likeliest tokens at each position: under the model's distribution
+	// after the bias and penalties, at temperature 1, before any truncation.
+	Logprobs    bool
+	TopLogprobs int
+
 	// Speculation: the engine's method drafts up to NumSpeculativeTokens per step (0: the
 	// engine's k; at most spec.MaxSpeculativeTokens), as far as drafts pay for themselves
 	// under the load of the moment, or exactly that many when FixedSpeculation; none with
@@ -39,8 +54,12 @@ type GenerateOptions struct {
 	OnText func(string) // streamed text, as complete UTF-8 (on the caller's goroutine)
 }
 
-// MaxStops is the most stop strings a generation takes.
-const MaxStops = 16
+// Limits of a request's options.
+const (
+	MaxStops       = 16  // stop strings
+	MaxLogitBias   = 300 // logit bias entries (OpenAI's limit)
+	MaxTopLogprobs = 20  // top logprobs per position
+)
 
 // Validate checks the options: every value a caller can pass out of range is an error
 // wrapping ErrInvalid, naming the field.
@@ -64,6 +83,23 @@ func (o *GenerateOptions) Validate() error {
 		return bad("choice %d: want a value >= 0", o.Choice)
 	case len(o.Stop) > MaxStops:
 		return bad("%d stop strings: at most %d", len(o.Stop), MaxStops)
+	case !finiteIn(o.MinP, 0, 1):
+		return bad("min_p %v: want a value in [0, 1]", o.MinP)
+	case !finiteIn(o.PresencePenalty, -2, 2):
+		return bad("presence_penalty %v: want a value in [-2, 2]", o.PresencePenalty)
+	case !finiteIn(o.FrequencyPenalty, -2, 2):
+		return bad("frequency_penalty %v: want a value in [-2, 2]", o.FrequencyPenalty)
+	case !finiteIn(o.RepetitionPenalty, 0, 1e6) || (o.RepetitionPenalty > 0 && o.RepetitionPenalty < 1e-3):
+		return bad("repetition_penalty %v: want a value > 0 (1: off)", o.RepetitionPenalty)
+	case len(o.LogitBias) > MaxLogitBias:
+		return bad("%d logit_bias entries: at most %d", len(o.LogitBias), MaxLogitBias)
+	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:
+		return bad("top_logprobs %d: want 0..%d", o.TopLogprobs, MaxTopLogprobs)
+	}
+	for tok, b := range o.LogitBias {
+		if !finiteIn(b, -100, 100) {
+			return bad("logit_bias %v for token %d: want a value in [-100, 100]", b, tok)
+		}
 	}
 	for _, s := range o.Stop {
 		if s == "" || !utf8.ValidString(s) {
@@ -71,6 +107,26 @@ func (o *GenerateOptions) Validate() error {
 		}
 	}
 	return nil
+}
+
+// finiteIn reports whether v is a finite value in [lo, hi].
+func finiteIn(v float32, lo, hi float64) bool {
+	f := float64(v)
+	return !math.IsNaN(f) && f >= lo && f <= hi
+}
+
+// TokenLogprob is one generated token's log-probability and, when asked for, the likeliest
+// tokens' at its position (most likely first).
+type TokenLogprob struct {
+	Token   int
+	Logprob float32
+	Top     []TopLogprob
+}
+
+// TopLogprob is one of the likeliest tokens at a position.
+type TopLogprob struct {
+	Token   int
+	Logprob float32
 }
 
 // Result is a finished generation.
@@ -84,6 +140,7 @@ type Result struct {
 	Decode       time.Duration     // the rest
 	Metrics      spec.Metrics      // what speculation did
 	Preempted    int               // times its KV pages were taken back and recomputed
+	Logprobs     []TokenLogprob    // one per token of Tokens, when asked for
 }
 
 // Generate encodes prompt, decodes new tokens (with speculation when the engine has a method
