@@ -42,8 +42,29 @@ type SeqInfo struct {
 	TopP        float32 // 1: off
 	TopK        uint32  // 0: off
 	HasQ        uint32  // draft probabilities given
-	A, B, C     uint32
+	MinP        float32 // 0: off
+	Presence    float32 // penalties (0, 0, 1: off)
+	Frequency   float32 //
+	Repetition  float32 //
+	AdjOff      uint32  // its logit adjustments: Adj entries [AdjOff, AdjOff+AdjLen)
+	AdjLen      uint32  //
+	Logprobs    uint32  // 0: none; 1 + n: each sampling row's logprobs and its n likeliest
 }
+
+// Adj mirrors common.wgsl's Adj: a logit adjustment of one token of a sequence.
+type Adj struct {
+	Token  uint32
+	Count  uint32  // occurrences among the tokens generated before the step
+	Prompt uint32  // 1: the token is in the prompt
+	Bias   float32 // added to its logit
+}
+
+// LogprobStride is the words per logits row in sample_rows.wgsl's lp output: lp(draft),
+// lp(token), then MaxTopLogprobs pairs (id, lp).
+const (
+	MaxTopLogprobs = 20
+	LogprobStride  = 2 + 2*MaxTopLogprobs
+)
 
 // RowResult mirrors sample_rows.wgsl's RowResult: what the sampler's pick reads of a row.
 type RowResult struct {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -68,6 +69,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"common", "RowInfo", RowInfo{}, nil},
 		{"common", "Block", AttnBlock{}, nil},
 		{"common", "SeqInfo", SeqInfo{}, nil},
+		{"common", "Adj", Adj{}, nil},
 		{"sample_rows", "RowResult", RowResult{}, nil},
 		{"sample_pick", "RowResult", RowResult{}, nil},
 		{"embed", "Params", EmbedParams{}, nil},
@@ -116,5 +118,20 @@ func TestUniformMirrors(t *testing.T) {
 		if !seen[k] {
 			t.Errorf("kernel %s has no mirror listed in this test", k)
 		}
+	}
+}
+
+// TestLogprobStride: the host reads sample_rows's lp rows with the kernel's stride.
+func TestLogprobStride(t *testing.T) {
+	src, err := wgsl.File("sample_rows.wgsl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const LP_STRIDE: u32 = (\d+)u;`).FindStringSubmatch(src)
+	if m == nil || m[1] != fmt.Sprint(LogprobStride) {
+		t.Fatalf("sample_rows.wgsl's LP_STRIDE %v, runtime.LogprobStride %d", m, LogprobStride)
+	}
+	if !strings.Contains(src, fmt.Sprintf("min(n, %du)", MaxTopLogprobs)) {
+		t.Fatalf("sample_rows.wgsl does not cap the top logprobs at %d", MaxTopLogprobs)
 	}
 }

@@ -20,7 +20,7 @@ struct RowInfo { seq: u32, pos: u32 }
 // positions.
 struct Block { row0: u32, rows: u32 }
 
-// A batched step's sequences (runtime.SeqInfo mirrors it: 64 bytes).
+// A batched step's sequences (runtime.SeqInfo mirrors it: 80 bytes).
 struct SeqInfo {
   page_off: u32,     // its page table's offset in the page-table buffer
   logit_row0: u32,   // its first row among the step's logits rows
@@ -35,7 +35,22 @@ struct SeqInfo {
   top_p: f32,        // 1: off
   top_k: u32,        // 0: off
   has_q: u32,        // 1: draft probabilities q are given; 0: one-hot on the draft token
-  _a: u32, _b: u32, _c: u32,
+  min_p: f32,        // keep tokens at least min_p times as likely as the likeliest (0: off)
+  presence: f32,     // penalties (sample_rows.wgsl's apply_processors)
+  frequency: f32,
+  repetition: f32,   // 0 or 1: off
+  adj_off: u32,      // its logit adjustments: adj[adj_off .. adj_off + adj_len]
+  adj_len: u32,
+  logprobs: u32,     // 0: none; 1 + n: each row's logprobs and its n likeliest tokens'
+}
+
+// A logit adjustment of one token of a sequence: the bias added to it, and what its
+// penalties count (runtime.Adj mirrors it).
+struct Adj {
+  token: u32,
+  count: u32,   // occurrences among the tokens generated before the step
+  prompt: u32,  // 1: the token is in the prompt
+  bias: f32,
 }
 
 fn pcg_hash(v: u32) -> u32 {

@@ -14,17 +14,25 @@
 // Samples use the Gumbel-max trick with gumbel(seed, seq, pj, i) for token i, so a seeded run
 // is reproducible on any adapter, alone or batched. A row holding a NaN or an infinity gets
 // bad = 1 (NaN) | 2 (infinity) and nothing else.
+// Before all that, the row's logits are processed in place (apply_processors): the sequence's
+// logit bias, then its penalties, counting as generated the drafts before the row (row j's
+// context holds them), so every verified row is processed as plain decoding would process it.
+// With logprobs, the row's log-softmax (after the processors, at temperature 1) of its draft
+// and of tok, and of its n likeliest tokens, go to lp.
 //!include common.wgsl
 struct Params { vocab: u32, out_stride: u32, _a: u32, _b: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
-@group(0) @binding(2) var<storage, read> logits: array<f32>;      // [logit_rows, vocab]
+@group(0) @binding(2) var<storage, read_write> logits: array<f32>; // [logit_rows, vocab], processed in place
 @group(0) @binding(3) var<storage, read> drafts: array<u32>;      // [drafts of all sequences]
 @group(0) @binding(4) var<storage, read> q: array<f32>;           // [drafts, vocab] where has_q
 @group(0) @binding(5) var<storage, read> rowsel: array<u32>;      // [logit_rows]: the step's row of each
 @group(0) @binding(6) var<storage, read> rows: array<RowInfo>;    // [m]
 @group(0) @binding(7) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs]
 @group(0) @binding(8) var<storage, read_write> res: array<RowResult>; // [logit_rows]
+@group(0) @binding(9) var<storage, read> adj: array<Adj>;         // the sequences' logit adjustments
+@group(0) @binding(10) var<storage, read_write> lp: array<u32>;   // [logit_rows, LP_STRIDE] with logprobs
+const LP_STRIDE: u32 = 42u; // f32 lp(draft), f32 lp(tok), then up to 20 x (u32 id, f32 lp)
 const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
 var<workgroup> redf: array<f32, WG>;
@@ -42,6 +50,7 @@ var<workgroup> cand_z: array<f32, CAP>;
 
 var<private> lid: u32;
 var<private> si: SeqInfo; // the row's sequence (a copy of wsi)
+var<private> minp_log: f32; // log(min_p), or -inf
 var<workgroup> wsi: SeqInfo;
 
 // What sample_pick reads of a row (runtime.RowResult mirrors it).
@@ -107,7 +116,9 @@ fn ordered(f: f32) -> u32 {
 }
 
 fn z(i: u32) -> f32 { return logits[row * P.vocab + i] / si.temperature; }
-fn kept_k(zi: f32) -> bool { return si.top_k == 0u || si.top_k >= P.vocab || ordered(zi) >= tk_key; }
+fn kept_k(zi: f32) -> bool {
+  return (si.top_k == 0u || si.top_k >= P.vocab || ordered(zi) >= tk_key) && zi - zmax >= minp_log;
+}
 fn p_pre(zi: f32) -> f32 { return exp(zi - zmax) / psum; }
 fn kept(zi: f32) -> bool { return kept_k(zi) && (si.top_p >= 1.0 || si.top_p <= 0.0 || p_pre(zi) >= tp); }
 fn pprime(i: u32) -> f32 {
@@ -208,6 +219,7 @@ fn process(r: u32, top_k: u32, top_p: f32) {
   var mx = NEG;
   for (var i = lid; i < V; i += WG) { mx = max(mx, z(i)); }
   zmax = max_all(mx);
+  minp_log = select(-3.0e38, log(si.min_p), si.min_p > 0.0);
   // Locals, not the module-scope state, decide where barriers run (uniformity).
   var key = 0u;     // top-k threshold key
   var gather = false;
@@ -329,6 +341,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     if (lid == 0u) { res[i] = r; }
     return;
   }
+  apply_processors(i, j, su);
   var tok = 0u; // uniform (the draws' results are), unlike r's other fields
   if (su.temperature <= 0.0) {
     tok = greedy(i);
@@ -348,4 +361,86 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   }
   r.tok = tok;
   if (lid == 0u) { res[i] = r; }
+  if (su.logprobs != 0u) {
+    var d = tok;
+    if (j < su.n_draft) { d = drafts[su.draft_off + j]; }
+    row_logprobs(i, d, tok, su.logprobs - 1u);
+  }
+}
+
+// penalize is a logit after the penalties of the row's sequence, for a token generated count
+// times (drafts before the row included) and in the prompt or not.
+fn penalize(z0: f32, count: u32, in_prompt: bool) -> f32 {
+  var z = z0;
+  let rp = si.repetition;
+  if (rp > 0.0 && rp != 1.0 && (in_prompt || count > 0u)) { z = select(z * rp, z / rp, z > 0.0); }
+  if (count > 0u) { z -= si.frequency * f32(count) + si.presence; }
+  return z;
+}
+
+// apply_processors processes logits row i (row j of sequence su) in place: each listed token's
+// bias and penalties, then the penalties of the drafts before row j that the list lacks (tokens
+// new to the sequence).
+fn apply_processors(i: u32, j: u32, su: SeqInfo) {
+  let pen = su.presence != 0.0 || su.frequency != 0.0 || (su.repetition > 0.0 && su.repetition != 1.0);
+  if (su.adj_len == 0u && !pen) { return; }
+  for (var e = lid; e < su.adj_len; e += WG) {
+    let a = adj[su.adj_off + e];
+    var cnt = a.count;
+    for (var d = 0u; d < j; d++) { cnt += select(0u, 1u, drafts[su.draft_off + d] == a.token); }
+    let at = i * P.vocab + a.token;
+    logits[at] = penalize(logits[at] + a.bias, cnt, a.prompt != 0u);
+  }
+  if (lid == 0u && pen) {
+    for (var d = 0u; d < j; d++) {
+      let t = drafts[su.draft_off + d];
+      var listed = false;
+      for (var e = 0u; e < su.adj_len; e++) { listed = listed || adj[su.adj_off + e].token == t; }
+      for (var d2 = 0u; d2 < d; d2++) { listed = listed || drafts[su.draft_off + d2] == t; }
+      if (!listed) {
+        var cnt = 0u;
+        for (var d3 = d; d3 < j; d3++) { cnt += select(0u, 1u, drafts[su.draft_off + d3] == t); }
+        logits[i * P.vocab + t] = penalize(logits[i * P.vocab + t], cnt, false);
+      }
+    }
+  }
+  storageBarrier();
+  workgroupBarrier();
+}
+
+// row_logprobs writes row i's log-softmax (of the processed logits, at temperature 1) of
+// tokens d and tok, and its n likeliest tokens with theirs (most likely first; on equal
+// logits the lower id first), to lp.
+fn row_logprobs(i: u32, d: u32, tok: u32, n: u32) {
+  let base = i * P.vocab;
+  var mx = NEG;
+  for (var t = lid; t < P.vocab; t += WG) { mx = max(mx, logits[base + t]); }
+  let lmax = max_all(mx);
+  var s = 0.0;
+  for (var t = lid; t < P.vocab; t += WG) { s += exp(logits[base + t] - lmax); }
+  let lse = lmax + log(sum_all(s));
+  let o = i * LP_STRIDE;
+  if (lid == 0u) {
+    lp[o] = bitcast<u32>(logits[base + d] - lse);
+    lp[o + 1u] = bitcast<u32>(logits[base + tok] - lse);
+  }
+  var pv = 3.4e38;
+  var pi = 0xffffffffu; // the last pick: the next is below it (or equal, at a higher id)
+  for (var k = 0u; k < min(n, 20u); k++) {
+    var bv = NEG;
+    var bi = 0xffffffffu;
+    for (var t = lid; t < P.vocab; t += WG) {
+      let v = logits[base + t];
+      let below = v < pv || (v == pv && (pi == 0xffffffffu || t > pi));
+      if (below && (v > bv || bi == 0xffffffffu)) { bv = v; bi = t; }
+    }
+    let id = argmax_all(bv, bi);
+    if (id == 0xffffffffu) { break; }
+    pv = logits[base + id];
+    pi = id;
+    if (lid == 0u) {
+      lp[o + 2u + 2u * k] = id;
+      lp[o + 3u + 2u * k] = bitcast<u32>(pv - lse);
+    }
+  }
 }

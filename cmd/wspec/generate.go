@@ -72,6 +72,11 @@ func runGenerate(args []string) error {
 	topP := fs.Float32("top-p", 1, "nucleus sampling threshold in (0, 1]; 1 is off")
 	topK := fs.Int("top-k", 0, "keep the k most likely tokens; 0 is off")
 	seed := fs.Uint64("seed", 0, "random seed (the same seed and settings give the same text)")
+	minP := fs.Float32("min-p", 0, "keep tokens at least this times as likely as the likeliest; 0 is off")
+	presence := fs.Float32("presence-penalty", 0, "subtracted from the logit of each token already generated, in [-2, 2]")
+	frequency := fs.Float32("frequency-penalty", 0, "subtracted per occurrence among the generated tokens, in [-2, 2]")
+	repetition := fs.Float32("repetition-penalty", 1, "divides positive (multiplies negative) logits of tokens seen; 1 is off")
+	stops := fs.StringArray("stop", nil, "end the text where this string appears (repeatable)")
 	adapter := fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see `wspec devices`")
 	dtype := fs.String("dtype", "f32", "weight storage on the device: f32 or f16")
 	sf := addSpecFlags(fs)
@@ -97,6 +102,7 @@ func runGenerate(args []string) error {
 		return fmt.Errorf("--top-p 0: want a value in (0, 1] (1 is off)")
 	}
 	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed,
+		MinP: *minP, PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition, Stop: *stops,
 		OnText: func(s string) { fmt.Print(s) }}
 	if err := opts.Validate(); err != nil { // before the model loads
 		return err

@@ -86,7 +86,7 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 	err = p.Add(runtime.KernelCall{
 		Kernel: "sample_rows", Params: sp,
 		Buffers: []webgpu.Binding{{Buffer: m.logits}, {Buffer: m.drafts}, {Buffer: m.q}, {Buffer: m.rowsel},
-			{Buffer: m.rows}, {Buffer: m.seqs}, {Buffer: m.res}},
+			{Buffer: m.rows}, {Buffer: m.seqs}, {Buffer: m.res}, {Buffer: m.adj}, {Buffer: m.lp}},
 		Grid: func(s *runtime.StepBlock) (uint32, uint32, uint32) { return s.LogitRows, 1, 1 },
 	})
 	if err != nil {

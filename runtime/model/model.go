@@ -96,6 +96,10 @@ type Model struct {
 	q              *webgpu.Buffer                // [max_logit_rows, vocab] f32: the drafts' q rows, where given
 	out            *webgpu.Buffer                // [max_seqs, max_draft + 2] u32: count, tokens
 	staging        *webgpu.Buffer                // map-read copy of out
+	adj            *webgpu.Buffer                // [adjCap] Adj: the sequences' logit adjustments
+	adjCap         int                           // max_seqs * (min(max_seq, vocab) + 512)
+	lp             *webgpu.Buffer                // [max_logit_rows, LogprobStride] u32: logprobs
+	lpStaging      *webgpu.Buffer                // map-read copy of lp
 	scratch        *webgpu.Buffer                // [page_size, n_kv, hd]: copy-on-write of a shared page
 	dummy          *webgpu.Buffer                // stands in for bindings a variant does not read (64 bytes)
 	last           map[*runtime.Sequence]rowSpan // where the last step put each sequence's rows
@@ -182,6 +186,8 @@ func (m *Model) upload(w *weights.LlamaWeights) error {
 
 func (m *Model) allocate() error {
 	c, o := m.Cfg, m.Opts
+	// A sequence lists each token of its prompt and output once, and those it biases.
+	m.adjCap = o.MaxSeqs * (min(c.MaxSeq, c.Vocab) + 512)
 	chunk := o.PrefillChunk
 	qkvW := (c.NHeads + 2*c.NKVHeads) * c.HeadDim
 	maxPages := (c.MaxSeq + o.PageSize - 1) / o.PageSize
@@ -192,11 +198,12 @@ func (m *Model) allocate() error {
 	}{
 		{&m.x, chunk * c.Dim, "x"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
 		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.tokens, chunk, "tokens"}, {&m.rows, 2 * chunk, "rows"},
-		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, 16 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
+		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, 20 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
 		{&m.rowsel, o.MaxLogitRows, "rowsel"}, {&m.logits, o.MaxLogitRows * c.Vocab, "logits"},
 		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, o.MaxLogitRows, "drafts"},
 		{&m.q, o.MaxLogitRows * c.Vocab, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
 		{&m.scratch, o.PageSize * c.NKVHeads * c.HeadDim, "page_scratch"},
+		{&m.adj, 4 * m.adjCap, "logit_adjustments"}, {&m.lp, o.MaxLogitRows * runtime.LogprobStride, "logprobs"},
 	}
 	for _, s := range sizes {
 		b, err := m.d.NewStorage(s.s, uint64(4*s.n))
@@ -218,7 +225,10 @@ func (m *Model) allocate() error {
 		m.aux = b
 	}
 	var err error
-	m.staging, err = m.d.CreateBuffer("out staging", m.out.Size, webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	if m.staging, err = m.d.CreateBuffer("out staging", m.out.Size, webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+		return err
+	}
+	m.lpStaging, err = m.d.CreateBuffer("logprobs staging", m.lp.Size, webgpu.UsageMapRead|webgpu.UsageCopyDst)
 	return err
 }
 

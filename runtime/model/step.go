@@ -3,18 +3,30 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 )
 
-// Sampling are a sequence's sampling settings.
+// Sampling are a sequence's sampling settings and logits processors.
 type Sampling struct {
 	Temperature float32 // <= 0: greedy
 	TopK        int     // 0: off
 	TopP        float32 // 0 or 1: off
+	MinP        float32 // 0: off
 	Seed        uint64
 	SeqID       uint32 // a second random key: sequences with one seed and different ids differ
+	// Penalties, applied (after the logit bias) to the tokens SeqStep.Adj lists and to the
+	// drafts before each row; 0, 0 and 0 or 1 are off.
+	Presence, Frequency, Repetition float32
+	Logprobs                        bool // each emitted token's logprob comes back
+	TopLogprobs                     int  // with its row's TopLogprobs likeliest tokens (at most 20)
+}
+
+// penalized reports whether a penalty is on.
+func (s Sampling) penalized() bool {
+	return s.Presence != 0 || s.Frequency != 0 || (s.Repetition > 0 && s.Repetition != 1)
 }
 
 // SeqStep is one sequence's part of a batched step: its new tokens, at positions
@@ -26,14 +38,32 @@ type SeqStep struct {
 	Q        []float32 // [NDraft, vocab] draft probabilities, or nil: one-hot on the drafts
 	Sample   bool      // sample after the tokens (false: a prompt chunk that does not end the prompt)
 	Sampling Sampling
+	// Adj lists, once each, the tokens whose logits the sequence adjusts: those with a logit
+	// bias, and for the penalties those in the prompt or generated before this step (with
+	// their count among the generated).
+	Adj []runtime.Adj
 }
 
 // StepOut is one sequence's result: the accepted drafts followed by one recovered or bonus
 // token (one sampled token without drafts), nil when it did not sample, or the error of its
-// logits (ErrNonFinite).
+// logits (ErrNonFinite). With Sampling.Logprobs, Logprobs holds each token's.
 type StepOut struct {
-	Tokens []int
-	Err    error
+	Tokens   []int
+	Logprobs []TokenLogprob
+	Err      error
+}
+
+// TokenLogprob is an emitted token's log-probability (log-softmax of its row's logits after
+// the processors, at temperature 1) and its row's likeliest tokens with theirs.
+type TokenLogprob struct {
+	Logprob float32
+	Top     []TopLogprob
+}
+
+// TopLogprob is one of a row's likeliest tokens.
+type TopLogprob struct {
+	Token   int
+	Logprob float32
 }
 
 // rowSpan is where a step put one sequence's rows.
@@ -60,8 +90,12 @@ func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
 	sp.prog.Encode(enc, &sp.step, nil)
 	stride := o.MaxDraft + 2
 	sampled := sp.step.LogitRows > 0
+	lpBytes := uint64(4 * runtime.LogprobStride * int(sp.step.LogitRows))
 	if sampled {
 		enc.Copy(m.out, 0, m.staging, 0, uint64(4*stride*len(batch)))
+		if sp.logprobs {
+			enc.Copy(m.lp, 0, m.lpStaging, 0, lpBytes)
+		}
 	}
 	if err := enc.Submit(); err != nil {
 		for s, st := range batch {
@@ -81,12 +115,41 @@ func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
 	if err := m.staging.Read(0, raw); err != nil {
 		return nil, err
 	}
+	var lp []byte
+	if sp.logprobs {
+		lp = make([]byte, lpBytes)
+		if err := m.lpStaging.Read(0, lp); err != nil {
+			return nil, err
+		}
+	}
 	for s, st := range batch {
 		if st.Sample {
 			outs[s] = m.parseOut(raw[4*stride*s:4*stride*(s+1)], st, sp.before[s])
+			if st.Sampling.Logprobs && outs[s].Err == nil {
+				outs[s].Logprobs = m.parseLogprobs(lp, sp.seqs[s], st, len(outs[s].Tokens))
+			}
 		}
 	}
 	return outs, nil
+}
+
+// parseLogprobs reads the logprobs of a sequence's n emitted tokens: token i < n-1 is row i's
+// accepted draft, the last is row n-1's own token (recovered or bonus).
+func (m *Model) parseLogprobs(lp []byte, si runtime.SeqInfo, st SeqStep, n int) []TokenLogprob {
+	out := make([]TokenLogprob, n)
+	for i := range out {
+		row := lp[4*runtime.LogprobStride*(int(si.LogitRow0)+i):]
+		word := func(w int) uint32 { return binary.LittleEndian.Uint32(row[4*w:]) }
+		which := 0 // lp(draft)
+		if i == n-1 {
+			which = 1 // lp(tok)
+		}
+		out[i].Logprob = math.Float32frombits(word(which))
+		for k := range min(st.Sampling.TopLogprobs, m.Cfg.Vocab) {
+			out[i].Top = append(out[i].Top, TopLogprob{Token: int(word(2 + 2*k)), Logprob: math.Float32frombits(word(3 + 2*k))})
+		}
+	}
+	return out
 }
 
 // preparedStep is a batch laid out for the device: its inputs are written, its pages reserved.
@@ -96,6 +159,9 @@ type preparedStep struct {
 	copies []runtime.PageCopy            // copy-on-write page copies to encode first
 	before []int                         // each sequence's length before the step
 	last   map[*runtime.Sequence]rowSpan // where each sequence's rows go
+	seqs   []runtime.SeqInfo             // what the sampler was told of each sequence
+	// logprobs: some sequence asked for them
+	logprobs bool
 }
 
 // prepare reserves the batch's pages (checkBatch counted them) and writes its inputs: tokens,
@@ -120,6 +186,8 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 		rowsel  []uint32
 		drafts  []uint32
 		qs      []float32
+		adj     []runtime.Adj
+		lp      bool
 		copies  []runtime.PageCopy
 		pages   = make([]uint32, len(batch)*maxPages)
 		before  = make([]int, len(batch))
@@ -156,6 +224,12 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 			if si.TopP <= 0 {
 				si.TopP = 1
 			}
+			si.MinP, si.Presence, si.Frequency, si.Repetition = sm.MinP, sm.Presence, sm.Frequency, sm.Repetition
+			si.AdjOff, si.AdjLen = uint32(len(adj)), uint32(len(st.Adj))
+			adj = append(adj, st.Adj...)
+			if sm.Logprobs {
+				si.Logprobs, lp = 1+uint32(sm.TopLogprobs), true
+			}
 			for j := 0; j <= nd; j++ {
 				rowsel = append(rowsel, uint32(row0+first+j))
 			}
@@ -185,7 +259,10 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 	if len(qs) > 0 { // the sampler reads q only where a sequence has it
 		m.q.Write(0, runtime.F32Bytes(qs))
 	}
-	return &preparedStep{prog: prog, step: step, copies: copies, before: before, last: newLast}, nil
+	if len(adj) > 0 {
+		m.adj.Write(0, runtime.SliceBytes(adj))
+	}
+	return &preparedStep{prog: prog, step: step, copies: copies, before: before, last: newLast, seqs: seqs, logprobs: lp}, nil
 }
 
 // parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
@@ -230,7 +307,7 @@ func (m *Model) checkBatch(batch []SeqStep) error {
 	if len(batch) == 0 || len(batch) > o.MaxSeqs {
 		return fmt.Errorf("%w: %d sequences in a step (1..%d)", ErrBadInput, len(batch), o.MaxSeqs)
 	}
-	rows, logitRows, pagesNeeded := 0, 0, 0
+	rows, logitRows, pagesNeeded, adjN := 0, 0, 0, 0
 	seen := map[*runtime.Sequence]bool{}
 	for _, st := range batch {
 		n := len(st.Tokens)
@@ -245,6 +322,8 @@ func (m *Model) checkBatch(batch []SeqStep) error {
 			return fmt.Errorf("%w: drafts in a step that does not sample", ErrBadInput)
 		case st.Q != nil && len(st.Q) != st.NDraft*c.Vocab:
 			return fmt.Errorf("%w: q has %d values, want %d x %d", ErrBadInput, len(st.Q), st.NDraft, c.Vocab)
+		case st.Sampling.TopLogprobs < 0 || st.Sampling.TopLogprobs > runtime.MaxTopLogprobs:
+			return fmt.Errorf("%w: %d top logprobs (0..%d)", ErrBadInput, st.Sampling.TopLogprobs, runtime.MaxTopLogprobs)
 		case st.Seq.Len()+n > c.MaxSeq:
 			return fmt.Errorf("%w: %d tokens after this step, the context is %d", runtime.ErrContextFull, st.Seq.Len()+n, c.MaxSeq)
 		}
@@ -252,6 +331,12 @@ func (m *Model) checkBatch(batch []SeqStep) error {
 			if t < 0 || t >= c.Vocab {
 				return fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, c.Vocab)
 			}
+		}
+		if err := m.checkAdj(st.Adj); err != nil {
+			return err
+		}
+		if st.Sample {
+			adjN += len(st.Adj)
 		}
 		seen[st.Seq] = true
 		rows += n
@@ -265,8 +350,25 @@ func (m *Model) checkBatch(batch []SeqStep) error {
 		return fmt.Errorf("%w: %d rows in a step (at most %d)", ErrBadInput, rows, o.PrefillChunk)
 	case logitRows > o.MaxLogitRows:
 		return fmt.Errorf("%w: %d rows to sample in a step (at most %d)", ErrBadInput, logitRows, o.MaxLogitRows)
+	case adjN > m.adjCap:
+		return fmt.Errorf("%w: %d logit adjustments in a step (at most %d)", ErrBadInput, adjN, m.adjCap)
 	case pagesNeeded > m.Pool.Free():
 		return fmt.Errorf("%w: the step needs %d pages, %d are free", runtime.ErrPoolExhausted, pagesNeeded, m.Pool.Free())
+	}
+	return nil
+}
+
+// checkAdj refuses an adjustment list naming a token outside the vocabulary or twice.
+func (m *Model) checkAdj(adj []runtime.Adj) error {
+	seen := make(map[uint32]bool, len(adj))
+	for _, a := range adj {
+		if int(a.Token) >= m.Cfg.Vocab || seen[a.Token] {
+			return fmt.Errorf("%w: logit adjustment of token %d (twice, or outside the vocabulary of %d)", ErrBadInput, a.Token, m.Cfg.Vocab)
+		}
+		if f := float64(a.Bias); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%w: logit bias %v", ErrBadInput, a.Bias)
+		}
+		seen[a.Token] = true
 	}
 	return nil
 }

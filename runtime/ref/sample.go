@@ -10,6 +10,7 @@ type SamplingParams struct {
 	Temperature float32 // <= 0: greedy (argmax)
 	TopK        int     // keep the TopK largest logits (ties kept); <= 0 or >= vocab: off
 	TopP        float32 // keep the smallest top set with probability >= TopP; <= 0 or >= 1: off
+	MinP        float32 // keep i iff exp(z[i] - max z) >= MinP (with top-k); <= 0: off
 }
 
 // Greedy reports whether p selects the argmax rather than a random draw.
@@ -21,7 +22,9 @@ func (p SamplingParams) Greedy() bool { return p.Temperature <= 0 }
 //  1. Greedy (Temperature <= 0): one-hot on Argmax(logits); stop.
 //  2. z[i] = logits[i] / Temperature.
 //  3. Top-k, when 0 < TopK < V: t = the TopK-th largest z, counting duplicates;
-//     keep i iff z[i] >= t (so ties at the threshold are all kept).
+//     keep i iff z[i] >= t (so ties at the threshold are all kept). Min-p, when MinP > 0:
+//     keep i only if z[i] - max z >= log(MinP) (its probability is at least MinP times
+//     the likeliest's).
 //  4. p[i] = exp(z[i] - max z) / sum over kept j of exp(z[j] - max z); 0 if not kept.
 //  5. Top-p, when 0 < TopP < 1: sort the kept p descending and take the shortest prefix
 //     whose cumulative sum is >= TopP; t = the last value of that prefix (if rounding
@@ -47,6 +50,13 @@ func ProcessedProbs(logits []float32, p SamplingParams) []float64 {
 		t := kthLargest(z, p.TopK)
 		for i := range z {
 			keep[i] = z[i] >= t
+		}
+	}
+	if p.MinP > 0 {
+		zmax := slices.Max(z)
+		lmin := math.Log(float64(p.MinP))
+		for i := range z {
+			keep[i] = keep[i] && z[i]-zmax >= lmin
 		}
 	}
 

@@ -67,7 +67,7 @@ func (c *checker) batchBuffers(rowSeq, rowPos []int, tables [][]uint32, maxPages
 }
 
 // dummy is a buffer standing in for the bindings a variant does not read.
-func (c *checker) dummy() *webgpu.Buffer { return c.keep(c.d.NewStorage("dummy", 64)) }
+func (c *checker) dummy() *webgpu.Buffer { return c.keep(c.d.NewStorage("dummy", 256)) }
 
 // cacheIndex is the offset of (position t, kv head h) in a paged cache [pages, page_size, n_kv, hd].
 func cacheIndex(table []uint32, t, h, nKV, hd int) int {

@@ -187,6 +187,7 @@ func runCase(d *runtime.Device, cache *weightCache, tc testCase) (r Result) {
 			r.Pass = false
 			return
 		}
+		r.FirstMismatches = append(r.FirstMismatches, c.hard...)
 		r.Pass = r.Err == "" && len(r.FirstMismatches) == 0 && (r.checked > 0 || r.Agreement > 0 || r.Skipped != "")
 		if !r.Pass && r.Err == "" && len(r.FirstMismatches) == 0 {
 			r.Err = "nothing was checked"
@@ -204,6 +205,17 @@ type checker struct {
 	rng   *rand.Rand
 	bufs  []*webgpu.Buffer
 	progs []*runtime.Program
+	hard  []string // mismatches no agreement threshold forgives (see exact)
+}
+
+// exact runs checks whose mismatches fail the case even where a sampler's agreement rate
+// forgives its own (sampler.finish drops tolerated token mismatches).
+func (c *checker) exact(checks func()) {
+	saved := c.res.FirstMismatches
+	c.res.FirstMismatches = nil
+	checks()
+	c.hard = append(c.hard, c.res.FirstMismatches...)
+	c.res.FirstMismatches = saved
 }
 
 // skip records that the case cannot run on this adapter, and why (it then passes).

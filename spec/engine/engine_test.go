@@ -111,6 +111,15 @@ func TestGenerateOptionsValidated(t *testing.T) {
 		{"k above the most", GenerateOptions{NumSpeculativeTokens: spec.MaxSpeculativeTokens + 1}, "num_speculative_tokens"},
 		{"negative k", GenerateOptions{NumSpeculativeTokens: -1}, "num_speculative_tokens"},
 		{"k without a method", GenerateOptions{NumSpeculativeTokens: 2}, "without a speculative method"},
+		{"min_p above 1", GenerateOptions{MinP: 1.5}, "min_p"},
+		{"NaN presence", GenerateOptions{PresencePenalty: nan}, "presence_penalty"},
+		{"frequency above 2", GenerateOptions{FrequencyPenalty: 2.5}, "frequency_penalty"},
+		{"negative repetition", GenerateOptions{RepetitionPenalty: -1}, "repetition_penalty"},
+		{"bias above 100", GenerateOptions{LogitBias: map[int]float32{5: 101}}, "logit_bias"},
+		{"bias outside the vocabulary", GenerateOptions{LogitBias: map[int]float32{32000: 1}}, "outside the vocabulary"},
+		{"negative bias token", GenerateOptions{LogitBias: map[int]float32{-1: 1}}, "outside the vocabulary"},
+		{"21 top logprobs", GenerateOptions{TopLogprobs: 21}, "top_logprobs"},
+		{"empty stop string", GenerateOptions{Stop: []string{""}}, "stop"},
 	}
 	for _, tc := range cases {
 		_, err := e.Generate(context.Background(), "Once upon a time", tc.o)

@@ -181,9 +181,16 @@ func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions)
 	}
 	start := time.Now()
 	ts := newTextStream(e.tok, o.Stop, o.OnText)
-	smp := model.Sampling{Temperature: o.Temperature, TopK: max(o.TopK, 0), TopP: o.TopP, Seed: o.Seed, SeqID: uint32(o.Choice)}
-	resc := e.sched.Submit(&sched.Request{Ctx: ctx, Prompt: ids, MaxNew: maxNew, Sampling: smp, Stop: e.cfg.EOS,
-		K: k, FixedK: o.FixedSpeculation, Emit: ts.push})
+	for tok := range o.LogitBias {
+		if tok < 0 || tok >= e.cfg.Vocab {
+			return nil, fmt.Errorf("%w: logit_bias for token %d, outside the vocabulary of %d", ErrInvalid, tok, e.cfg.Vocab)
+		}
+	}
+	smp := model.Sampling{Temperature: o.Temperature, TopK: max(o.TopK, 0), TopP: o.TopP, MinP: o.MinP, Seed: o.Seed,
+		SeqID: uint32(o.Choice), Presence: o.PresencePenalty, Frequency: o.FrequencyPenalty, Repetition: o.RepetitionPenalty,
+		Logprobs: o.Logprobs || o.TopLogprobs > 0, TopLogprobs: o.TopLogprobs}
+	resc := e.sched.Submit(&sched.Request{Ctx: ctx, Prompt: ids, MaxNew: maxNew, Sampling: smp, Bias: o.LogitBias,
+		Stop: e.cfg.EOS, K: k, FixedK: o.FixedSpeculation, Emit: ts.push})
 	var r sched.Result
 	for done := false; !done; {
 		select {
@@ -206,10 +213,25 @@ func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions)
 	if ts.matched {
 		res.Tokens, res.Finish = r.Tokens[:min(ts.kept, len(r.Tokens))], spec.FinishStop
 	}
+	if smp.Logprobs {
+		res.Logprobs = engineLogprobs(res.Tokens, r.Logprobs)
+	}
 	res.Prefill = r.FirstToken
 	if r.FirstToken == 0 {
 		res.Prefill = end.Sub(start)
 	}
 	res.Decode = end.Sub(start) - res.Prefill
 	return res, nil
+}
+
+// engineLogprobs pairs tokens with the scheduler's logprobs of them.
+func engineLogprobs(tokens []int, lps []model.TokenLogprob) []TokenLogprob {
+	out := make([]TokenLogprob, min(len(tokens), len(lps)))
+	for i := range out {
+		out[i] = TokenLogprob{Token: tokens[i], Logprob: lps[i].Logprob}
+		for _, t := range lps[i].Top {
+			out[i].Top = append(out[i].Top, TopLogprob{Token: t.Token, Logprob: t.Logprob})
+		}
+	}
+	return out
 }

@@ -250,7 +250,7 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 		budget -= len(tokens)
 		logitBudget -= len(tokens)
 		batch = append(batch, model.SeqStep{Seq: st.sess.Sequence(), Tokens: tokens, NDraft: len(tokens) - 1,
-			Sample: true, Sampling: j.req.Sampling})
+			Sample: true, Sampling: j.req.Sampling, Adj: j.adj.List()})
 		in = append(in, j)
 	}
 	for _, j := range running {
@@ -268,8 +268,12 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 			continue
 		}
 		st.decoding = false
+		var adj []runtime.Adj
+		if last {
+			adj = j.adj.List()
+		}
 		batch = append(batch, model.SeqStep{Seq: st.sess.Sequence(), Tokens: j.ctx[st.fed : st.fed+n],
-			Sample: last, Sampling: j.req.Sampling})
+			Sample: last, Sampling: j.req.Sampling, Adj: adj})
 		in = append(in, j)
 		budget -= n
 		if last {
@@ -318,7 +322,8 @@ func (s *Scheduler) settle(j *job, st model.SeqStep, out model.StepOut, info *St
 			seq.drafter = nil // speculation ends for this job; decoding goes on
 		}
 	}
-	for _, tok := range out.Tokens {
+	j.adj.Generated(out.Tokens...)
+	for i, tok := range out.Tokens {
 		if slices.Contains(j.req.Stop, tok) {
 			s.finish(j, spec.FinishStop, nil)
 			return
@@ -327,6 +332,9 @@ func (s *Scheduler) settle(j *job, st model.SeqStep, out model.StepOut, info *St
 			j.res.FirstToken = time.Since(j.submitted)
 		}
 		j.res.Tokens = append(j.res.Tokens, tok)
+		if i < len(out.Logprobs) {
+			j.res.Logprobs = append(j.res.Logprobs, out.Logprobs[i])
+		}
 		if j.req.Emit != nil && !j.req.Emit(tok) {
 			s.finish(j, spec.FinishStop, nil)
 			return

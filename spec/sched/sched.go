@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -26,7 +27,8 @@ type Request struct {
 	Prompt   []int           // at least one token, shorter than the context
 	MaxNew   int             // new tokens at most (>= 1)
 	Sampling model.Sampling
-	Stop     []int // token ids that end it (not in the output)
+	Bias     map[int]float32 // logit bias: token -> added to its logit before sampling
+	Stop     []int           // token ids that end it (not in the output)
 	// K is the most tokens drafted per step (0: no speculation; the scheduler drafts fewer
 	// when they do not pay, unless FixedK).
 	K      int
@@ -38,7 +40,8 @@ type Request struct {
 
 // Result is a finished request.
 type Result struct {
-	Tokens     []int // generated, without the stop token
+	Tokens     []int                // generated, without the stop token
+	Logprobs   []model.TokenLogprob // each token's, with Sampling.Logprobs
 	Finish     spec.FinishReason
 	Metrics    spec.Metrics
 	Preempted  int           // times its pages were taken back and its tokens recomputed
@@ -97,6 +100,7 @@ type job struct {
 	res       Result
 	seq       *seqState // while running
 	ctx       []int     // prompt and the tokens so far (what a preempted job recomputes)
+	adj       *model.Adjustments
 }
 
 // New makes a scheduler on m (speculating with method when it is not nil). Start it with Run.
@@ -118,6 +122,7 @@ func (s *Scheduler) Submit(r *Request) <-chan Result {
 		return j.done
 	}
 	j.ctx = append([]int(nil), r.Prompt...)
+	j.adj = model.NewAdjustments(r.Sampling, r.Bias, r.Prompt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -162,6 +167,14 @@ func (s *Scheduler) check(r *Request) error {
 		if t < 0 || t >= c.Vocab {
 			return fmt.Errorf("%w: token id %d outside the vocabulary of %d", model.ErrBadInput, t, c.Vocab)
 		}
+	}
+	for t, b := range r.Bias {
+		if t < 0 || t >= c.Vocab || math.IsNaN(float64(b)) || math.IsInf(float64(b), 0) {
+			return fmt.Errorf("%w: logit bias %v of token %d (vocabulary of %d)", model.ErrBadInput, b, t, c.Vocab)
+		}
+	}
+	if n := r.Sampling.TopLogprobs; n < 0 || n > runtime.MaxTopLogprobs {
+		return fmt.Errorf("%w: %d top logprobs (0..%d)", model.ErrBadInput, n, runtime.MaxTopLogprobs)
 	}
 	return nil
 }
