@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/wspec/wspec/runtime/webgpu"
 )
@@ -92,7 +93,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 			return CeilDiv(n, perWG), CeilDiv(m, r), 1
 		}
 		err := p.Add(KernelCall{
-			Kernel: kernel, Weights: w.WT, Overrides: po,
+			Kernel: kernel, Label: name[strings.LastIndex(name, ".")+1:], Weights: w.WT, Overrides: po,
 			Params:  MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride)},
 			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}, {Buffer: sel}},
 			Grid:    grid,

@@ -17,7 +17,8 @@ type StepBlock struct {
 	NSeqs     uint32 // batched programs: sequences in the step
 	LogitRows uint32 // batched programs: rows the LM head and the sampler see
 	NBlocks   uint32 // batched programs: attention blocks
-	A, B      uint32
+	DrawRows  uint32 // batched programs: logits rows that sample at a temperature (sample_draw)
+	B         uint32
 }
 
 // RowInfo mirrors common.wgsl's RowInfo: a batched step's row.

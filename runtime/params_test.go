@@ -70,7 +70,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"common", "Block", AttnBlock{}, nil},
 		{"common", "SeqInfo", SeqInfo{}, nil},
 		{"common", "Adj", Adj{}, nil},
-		{"sample_rows", "RowResult", RowResult{}, nil},
+		{"sample_io", "RowResult", RowResult{}, []string{"sample_rows", "sample_draw"}},
 		{"sample_pick", "RowResult", RowResult{}, nil},
 		{"embed", "Params", EmbedParams{}, nil},
 		{"rmsnorm", "Params", RMSNormParams{}, nil},
@@ -78,7 +78,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"rope_kv", "Params", RopeParams{}, nil},
 		{"attention", "Params", AttnParams{}, nil},
 		{"attention_wg", "Params", AttnParams{}, nil},
-		{"sample_rows", "Params", SampleParams{}, nil},
+		{"sample_io", "Params", SampleParams{}, []string{"sample_rows", "sample_draw"}},
 		{"sample_pick", "Params", SampleParams{}, nil},
 		{"copy_rows", "Params", CopyRowsParams{}, nil},
 		{"argmax_rows", "Params", ArgmaxParams{}, nil},
@@ -121,17 +121,17 @@ func TestUniformMirrors(t *testing.T) {
 	}
 }
 
-// TestLogprobStride: the host reads sample_rows's lp rows with the kernel's stride.
+// TestLogprobStride: the host reads the sampler's lp rows with the kernels' stride.
 func TestLogprobStride(t *testing.T) {
-	src, err := wgsl.File("sample_rows.wgsl")
+	src, err := wgsl.File("sample_io.wgsl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`const LP_STRIDE: u32 = (\d+)u;`).FindStringSubmatch(src)
 	if m == nil || m[1] != fmt.Sprint(LogprobStride) {
-		t.Fatalf("sample_rows.wgsl's LP_STRIDE %v, runtime.LogprobStride %d", m, LogprobStride)
+		t.Fatalf("sample_io.wgsl's LP_STRIDE %v, runtime.LogprobStride %d", m, LogprobStride)
 	}
 	if !strings.Contains(src, fmt.Sprintf("min(n, %du)", MaxTopLogprobs)) {
-		t.Fatalf("sample_rows.wgsl does not cap the top logprobs at %d", MaxTopLogprobs)
+		t.Fatalf("sample_io.wgsl does not cap the top logprobs at %d", MaxTopLogprobs)
 	}
 }

@@ -23,6 +23,7 @@ type Dispatch struct {
 // data buffers (bound after Params at binding 0 and the Step block at binding 1).
 type KernelCall struct {
 	Kernel    string
+	Label     string // what the dispatch computes, in profiles: "matmul Label" (optional)
 	Weights   wgsl.WeightType
 	Overrides Overrides
 	Params    any
@@ -46,7 +47,11 @@ func (d *Device) Record(step *webgpu.Buffer, c KernelCall) (Dispatch, error) {
 		ub.Release()
 		return Dispatch{}, fmt.Errorf("kernel %s: %w", c.Kernel, err)
 	}
-	return Dispatch{Name: c.Kernel, pipe: p, group: g, params: ub, grid: c.Grid}, nil
+	name := c.Kernel
+	if c.Label != "" {
+		name += " " + c.Label
+	}
+	return Dispatch{Name: name, pipe: p, group: g, params: ub, grid: c.Grid}, nil
 }
 
 // Fixed is a grid that does not depend on the step.

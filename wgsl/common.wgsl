@@ -10,7 +10,8 @@ struct Step {
   n_seqs: u32,      // batched programs: sequences in the step (SeqInfo entries)
   logit_rows: u32,  // batched programs: rows the LM head and the sampler see (GATHER)
   n_blocks: u32,    // batched programs: attention blocks (Block entries)
-  _a: u32, _b: u32,
+  draw_rows: u32,   // batched programs: logits rows that sample at a temperature (sample_draw)
+  _b: u32,
 }
 
 // A batched step's rows: each row's sequence (an index into SeqInfo) and position.

@@ -30,7 +30,7 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
+	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc})
 	if err != nil {
 		return err
 	}

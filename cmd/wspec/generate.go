@@ -108,7 +108,7 @@ func runGenerate(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))
-	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), Speculative: sc})
+	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc})
 	if err != nil {
 		return err
 	}

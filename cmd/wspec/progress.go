@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/wspec/wspec/weights"
@@ -21,5 +23,22 @@ func loadBar() weights.Progress {
 				progressbar.OptionClearOnFinish())
 		}
 		bar.Set64(done)
+	}
+}
+
+// compileNotice says, when a step's first run takes more than a moment, that the driver is
+// compiling its kernels (seconds on a CPU adapter, once per machine: the driver caches them),
+// and how long it took.
+func compileNotice() func(what string) func() {
+	return func(what string) func() {
+		start := time.Now()
+		t := time.AfterFunc(time.Second, func() {
+			fmt.Fprintf(os.Stderr, "\ncompiling the kernels for %s (first use on this machine; the driver caches them) ...", what)
+		})
+		return func() {
+			if !t.Stop() {
+				fmt.Fprintf(os.Stderr, " %.1f s\n", time.Since(start).Seconds())
+			}
+		}
 	}
 }

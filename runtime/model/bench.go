@@ -75,7 +75,13 @@ func (m *Model) BenchDecode(prompt []int, n int) (DecodeBench, error) {
 // ProfileDecode times one decode step of token at the end of seq, dispatch by dispatch, and
 // then drops it from the cache again.
 func (m *Model) ProfileDecode(seq *runtime.Sequence, token int) ([]runtime.KernelTime, error) {
-	batch := []SeqStep{{Seq: seq, Tokens: []int{token}, Sample: true}}
+	return m.ProfileStep(seq, []int{token}, 0)
+}
+
+// ProfileStep times one step of tokens (the last nDraft of them drafts) at the end of seq,
+// dispatch by dispatch, and then drops them from the cache again.
+func (m *Model) ProfileStep(seq *runtime.Sequence, tokens []int, nDraft int) ([]runtime.KernelTime, error) {
+	batch := []SeqStep{{Seq: seq, Tokens: tokens, NDraft: nDraft, Sample: true}}
 	if err := m.checkBatch(batch); err != nil {
 		return nil, err
 	}
@@ -84,6 +90,6 @@ func (m *Model) ProfileDecode(seq *runtime.Sequence, token int) ([]runtime.Kerne
 		return nil, err
 	}
 	defer seq.Truncate(sp.before[0])
-	seq.Commit(sp.before[0] + 1)
+	seq.Commit(sp.before[0] + len(tokens))
 	return sp.prog.Profile(&sp.step)
 }

@@ -90,6 +90,57 @@ func BenchmarkVerifyStories15M(b *testing.B) {
 					b.ReportMetric(float64(med)/float64(base), fmt.Sprintf("x(k=%d)", k))
 				}
 			}
+			if m.d.HasTimestamp {
+				b.Log("\n" + profileSteps(b, m, s, []int{0, 4, 8}))
+			}
 		})
 	}
+}
+
+// profileSteps is the device time per kernel of one step verifying k drafts, for each k, as a
+// table (median of 5 profiles each).
+func profileSteps(b *testing.B, m *Model, s *Session, ks []int) string {
+	byK := make([]map[string][]time.Duration, len(ks))
+	var names []string
+	for j, k := range ks {
+		byK[j] = map[string][]time.Duration{}
+		toks := make([]int, k+1)
+		for t := range toks {
+			toks[t] = 100 + t
+		}
+		for range 5 {
+			kt, err := m.ProfileStep(s.seq, toks, k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum := map[string]time.Duration{}
+			for _, x := range kt {
+				sum[x.Name] += x.Time
+			}
+			for name, t := range sum {
+				if byK[j][name] == nil && j == 0 {
+					names = append(names, name)
+				}
+				byK[j][name] = append(byK[j][name], t)
+			}
+		}
+	}
+	out := fmt.Sprintf("%-14s", "kernel (ms)")
+	for _, k := range ks {
+		out += fmt.Sprintf(" %8s", fmt.Sprintf("k=%d", k))
+	}
+	total := make([]time.Duration, len(ks))
+	for _, name := range names {
+		out += fmt.Sprintf("\n%-14s", name)
+		for j := range ks {
+			med := runtime.Median(byK[j][name])
+			total[j] += med
+			out += fmt.Sprintf(" %8.2f", ms(med))
+		}
+	}
+	out += fmt.Sprintf("\n%-14s", "total")
+	for j := range ks {
+		out += fmt.Sprintf(" %8.2f", ms(total[j]))
+	}
+	return out
 }

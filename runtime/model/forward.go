@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
@@ -21,8 +22,8 @@ import (
 //	    h = [Wgate; Wup] rmsnorm(x)                    matmul NORM
 //	    x += Wdown (silu(gate) * up)                   matmul SWIGLU + ACCUM
 //	logits = lm_head rmsnorm(x[rows that sample])      matmul NORM + GATHER
-//	res = per row: argmax, or p'(draft)/q'(draft)      sample_rows
-//	      and the recovered or bonus sample
+//	res = per row: argmax                              sample_rows (greedy rows)
+//	      or p'(draft)/q'(draft) and a sample          sample_draw (other rows; only in steps that have them)
 //	out = per sequence: accepted drafts + 1 token      sample_pick
 //
 // The RMSNorms ride in the matmuls that read their output: each workgroup gathers the row's
@@ -83,14 +84,11 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 		return nil, err
 	}
 	sp := runtime.SampleParams{Vocab: uint32(c.Vocab), OutStride: uint32(o.MaxDraft + 2)}
-	err = p.Add(runtime.KernelCall{
-		Kernel: "sample_rows", Params: sp,
-		Buffers: []webgpu.Binding{{Buffer: m.logits}, {Buffer: m.drafts}, {Buffer: m.q}, {Buffer: m.rowsel},
-			{Buffer: m.rows}, {Buffer: m.seqs}, {Buffer: m.res}, {Buffer: m.adj}, {Buffer: m.lp}},
-		Grid: func(s *runtime.StepBlock) (uint32, uint32, uint32) { return s.LogitRows, 1, 1 },
-	})
-	if err != nil {
-		return nil, err
+	for _, c := range SamplerCalls(sp, []webgpu.Binding{{Buffer: m.logits}, {Buffer: m.drafts}, {Buffer: m.q}, {Buffer: m.rowsel},
+		{Buffer: m.rows}, {Buffer: m.seqs}, {Buffer: m.res}, {Buffer: m.adj}, {Buffer: m.lp}}) {
+		if err := p.Add(c); err != nil {
+			return nil, err
+		}
 	}
 	err = p.Add(runtime.KernelCall{
 		Kernel: "sample_pick", Params: sp,
@@ -133,4 +131,24 @@ func (m *Model) Dispatches() int { return m.decode.Len() }
 // sampled rows, in the order of the step); for tests and tools.
 func (m *Model) Logits(rows int) ([]float32, error) {
 	return m.d.ReadF32(m.logits, rows*m.Cfg.Vocab)
+}
+
+// SamplerCalls are the per-row half of the sampler: sample_rows (greedy rows) and sample_draw
+// (rows at a temperature), the latter dispatched only in steps with such rows (Step.DrawRows),
+// so that a greedy run never compiles it. b are their bindings: logits, drafts, q (which
+// sample_rows does not declare), and the rest.
+func SamplerCalls(sp runtime.SampleParams, b []webgpu.Binding) []runtime.KernelCall {
+	noQ := slices.Clone(b)
+	noQ[2] = webgpu.Binding{}
+	return []runtime.KernelCall{
+		{Kernel: "sample_rows", Params: sp, Buffers: noQ,
+			Grid: func(s *runtime.StepBlock) (uint32, uint32, uint32) { return s.LogitRows, 1, 1 }},
+		{Kernel: "sample_draw", Params: sp, Buffers: b,
+			Grid: func(s *runtime.StepBlock) (uint32, uint32, uint32) { // every row: each finds its own
+				if s.DrawRows == 0 {
+					return 0, 1, 1
+				}
+				return s.LogitRows, 1, 1
+			}},
+	}
 }

@@ -19,6 +19,11 @@ type Options struct {
 	PrefillChunk int             // most rows (tokens of all sequences) in one step (default 128)
 	MaxSeqs      int             // most sequences in one step (default 16)
 	MaxLogitRows int             // most rows sampled in one step, all sequences (default 64)
+	// FirstRun, when set, is called before the first step that runs one of the model's
+	// programs (each step height has its own), with what it is for; the step calls the
+	// function it returns when it is done. A CPU adapter compiles a program's kernels at its
+	// first run: seconds, the first time on a machine (the driver caches them).
+	FirstRun func(what string) (done func())
 	// AuxLayers asks for snapshots of the residual stream entering these layers, for every
 	// row of a step, side by side in Aux() ([chunk, len(AuxLayers) * dim]); EAGLE-3 reads them.
 	AuxLayers []int
@@ -109,13 +114,15 @@ type Model struct {
 	// prefill: many rows, in blocks of 8.
 	decode, prefill *runtime.Program
 	verify          [len(verifyRows)]*runtime.Program
+	ran             map[*runtime.Program]bool // programs that have run (Opts.FirstRun)
 }
 
 // NewModel uploads host weights and records the decode and prefill programs.
 func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, error) {
 	cfg := w.Cfg
 	opts.defaults(&cfg)
-	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: runtime.NewPagePool(opts.Pages, opts.PageSize), last: map[*runtime.Sequence]rowSpan{}}
+	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: runtime.NewPagePool(opts.Pages, opts.PageSize), last: map[*runtime.Sequence]rowSpan{},
+		ran: map[*runtime.Program]bool{}}
 	if err := m.upload(w); err != nil {
 		return nil, err
 	}

@@ -85,6 +85,12 @@ func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
 		return nil, err
 	}
 	o := m.Opts
+	if !m.ran[sp.prog] {
+		m.ran[sp.prog] = true
+		if o.FirstRun != nil {
+			defer o.FirstRun(m.describe(sp.prog))()
+		}
+	}
 	enc := m.d.NewEncoder()
 	m.encodeCopies(enc, sp.copies)
 	sp.prog.Encode(enc, &sp.step, nil)
@@ -150,6 +156,22 @@ func (m *Model) parseLogprobs(lp []byte, si runtime.SeqInfo, st SeqStep, n int) 
 		}
 	}
 	return out
+}
+
+// describe names what a program runs, for Opts.FirstRun.
+func (m *Model) describe(p *runtime.Program) string {
+	switch p {
+	case m.decode:
+		return "decoding"
+	case m.prefill:
+		return "prompts"
+	}
+	for i, v := range m.verify {
+		if v == p {
+			return fmt.Sprintf("steps of up to %d rows", verifyRows[i])
+		}
+	}
+	return "a step"
 }
 
 // preparedStep is a batch laid out for the device: its inputs are written, its pages reserved.
@@ -245,6 +267,11 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 		seqs[s] = si
 	}
 	step := runtime.StepBlock{M: uint32(rowsN), NSeqs: uint32(len(batch)), LogitRows: uint32(len(rowsel)), NBlocks: uint32(len(blocks))}
+	for _, si := range seqs {
+		if si.Sampled != 0 && si.Temperature > 0 {
+			step.DrawRows += si.NDraft + 1
+		}
+	}
 	m.tokens.Write(0, runtime.U32Bytes(tokens))
 	m.rows.Write(0, runtime.SliceBytes(rows))
 	m.blocks.Write(0, runtime.SliceBytes(blocks))

@@ -117,17 +117,26 @@ func newSampler(c *checker, logits []float32, V, nDraft int, q []float32, thresh
 	s.adj = c.keep(c.d.NewStorage("adj", 16*maxAdj))
 	s.lp = c.u32(make([]uint32, s.rows*runtime.LogprobStride))
 	sp := runtime.SampleParams{Vocab: uint32(V), OutStride: uint32(nDraft + 2)}
-	s.prog = c.dispatchless(
-		runtime.KernelCall{Kernel: "sample_rows", Weights: wgsl.F32, Params: sp,
-			Buffers: []webgpu.Binding{{Buffer: s.logits}, {Buffer: s.drafts}, {Buffer: s.q}, {Buffer: c.u32(rowsel)},
-				{Buffer: rowsB}, {Buffer: s.seqs}, {Buffer: res}, {Buffer: s.adj}, {Buffer: s.lp}},
-			Grid: runtime.Fixed(uint32(s.rows), 1, 1)},
+	s.prog = c.dispatchless(append(
+		rowCalls(sp, uint32(s.rows), []webgpu.Binding{{Buffer: s.logits}, {Buffer: s.drafts}, {Buffer: s.q}, {Buffer: c.u32(rowsel)},
+			{Buffer: rowsB}, {Buffer: s.seqs}, {Buffer: res}, {Buffer: s.adj}, {Buffer: s.lp}}),
 		runtime.KernelCall{Kernel: "sample_pick", Weights: wgsl.F32, Params: sp,
 			Buffers: []webgpu.Binding{{Buffer: s.drafts}, {Buffer: s.seqs}, {Buffer: res}, {Buffer: s.out}},
-			Grid:    runtime.Fixed(1, 1, 1)})
+			Grid:    runtime.Fixed(1, 1, 1)})...)
 	s.seedBase = c.rng.Uint64()
 	s.si = runtime.SeqInfo{NDraft: uint32(nDraft), Sampled: 1, SeqID: uint32(c.rng.Intn(1000)), TopP: 1}
 	return s
+}
+
+// rowCalls are the per-row half of the sampler over rows logits rows: sample_rows and
+// sample_draw, each taking its own rows (greedy ones, the others).
+func rowCalls(sp runtime.SampleParams, rows uint32, b []webgpu.Binding) []runtime.KernelCall {
+	noQ := slices.Clone(b) // sample_rows does not read q
+	noQ[2] = webgpu.Binding{}
+	return []runtime.KernelCall{
+		{Kernel: "sample_rows", Weights: wgsl.F32, Params: sp, Buffers: noQ, Grid: runtime.Fixed(rows, 1, 1)},
+		{Kernel: "sample_draw", Weights: wgsl.F32, Params: sp, Buffers: b, Grid: runtime.Fixed(rows, 1, 1)},
+	}
 }
 
 // maxAdj is the logit adjustments a sampler case can pass.

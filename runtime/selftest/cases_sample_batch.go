@@ -71,15 +71,13 @@ func batchSampleRun(c *checker, V int) {
 	res := c.keep(c.d.NewStorage("sample rows", uint64(16*nRows)))
 	adj, lp := c.keep(c.d.NewStorage("adj", 16)), c.keep(c.d.NewStorage("lp", uint64(4*runtime.LogprobStride*nRows)))
 	sp := runtime.SampleParams{Vocab: uint32(V), OutStride: uint32(stride)}
-	prog := c.dispatchless(
-		runtime.KernelCall{Kernel: "sample_rows", Weights: wgsl.F32, Params: sp,
-			Buffers: []webgpu.Binding{{Buffer: c.f32(logits)}, {Buffer: draftsB}, {Buffer: c.f32(append(qs, 0))}, {Buffer: c.u32(rowsel)},
-				{Buffer: c.keep(c.d.UploadBytes("rows", runtime.SliceBytes(rowinfo)))}, {Buffer: seqsB}, {Buffer: res},
-				{Buffer: adj}, {Buffer: lp}},
-			Grid: runtime.Fixed(uint32(nRows), 1, 1)},
+	prog := c.dispatchless(append(
+		rowCalls(sp, uint32(nRows), []webgpu.Binding{{Buffer: c.f32(logits)}, {Buffer: draftsB}, {Buffer: c.f32(append(qs, 0))},
+			{Buffer: c.u32(rowsel)}, {Buffer: c.keep(c.d.UploadBytes("rows", runtime.SliceBytes(rowinfo)))}, {Buffer: seqsB},
+			{Buffer: res}, {Buffer: adj}, {Buffer: lp}}),
 		runtime.KernelCall{Kernel: "sample_pick", Weights: wgsl.F32, Params: sp,
 			Buffers: []webgpu.Binding{{Buffer: draftsB}, {Buffer: seqsB}, {Buffer: res}, {Buffer: out}},
-			Grid:    runtime.Fixed(1, 1, 1)})
+			Grid:    runtime.Fixed(1, 1, 1)})...)
 	agree, trials := 0, 0
 	for t := 0; t < seeds; t++ {
 		for i, s := range seqs {

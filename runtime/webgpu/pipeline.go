@@ -141,7 +141,8 @@ func (p *ComputePipeline) Release() {
 	}
 }
 
-// Binding binds a buffer range to a @binding of group 0. Size 0 means "to the end".
+// Binding binds a buffer range to a @binding of group 0. Size 0 means "to the end"; a nil
+// Buffer leaves its @binding out (one that the kernel does not declare).
 type Binding struct {
 	Buffer *Buffer
 	Offset uint64
@@ -155,19 +156,26 @@ type BindGroup struct {
 
 // CreateBindGroup binds buffers to @binding(0), @binding(1), ... of p's group 0, in order.
 func (d *Device) CreateBindGroup(p *ComputePipeline, bindings []Binding) (*BindGroup, error) {
-	n := len(bindings)
+	var used []int // binding i is entry i of the list; a nil Buffer is a binding the kernel lacks
+	for i, b := range bindings {
+		if b.Buffer != nil {
+			used = append(used, i)
+		}
+	}
+	n := len(used)
 	entries := (*C.WGPUBindGroupEntry)(C.calloc(C.size_t(n+1), C.sizeof_WGPUBindGroupEntry))
 	defer C.free(unsafe.Pointer(entries))
 	list := unsafe.Slice(entries, n)
-	for i, b := range bindings {
+	for e, i := range used {
+		b := bindings[i]
 		size := b.Size
 		if size == 0 {
 			size = b.Buffer.Size - b.Offset
 		}
-		list[i].binding = C.uint32_t(i)
-		list[i].buffer = b.Buffer.h
-		list[i].offset = C.uint64_t(b.Offset)
-		list[i].size = C.uint64_t(size)
+		list[e].binding = C.uint32_t(i)
+		list[e].buffer = b.Buffer.h
+		list[e].offset = C.uint64_t(b.Offset)
+		list[e].size = C.uint64_t(size)
 	}
 	desc := (*C.WGPUBindGroupDescriptor)(C.calloc(1, C.sizeof_WGPUBindGroupDescriptor))
 	defer C.free(unsafe.Pointer(desc))

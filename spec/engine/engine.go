@@ -78,6 +78,11 @@ type Options struct {
 	Speculative *spec.Config
 	// Progress, when set, is told how many bytes of weights have been read of how many.
 	Progress weights.Progress
+	// FirstRun, when set, is called before the first step of each of the model's programs
+	// (model.Options.FirstRun): the driver compiles its kernels then, which on a CPU adapter
+	// takes seconds the first time on a machine (Mesa keeps them in its shader cache, by
+	// default ~/.cache/mesa_shader_cache). It runs on the scheduler's goroutine.
+	FirstRun func(what string) (done func())
 	// Device, when set, is the device to load on (Adapter is then ignored); it is shared,
 	// not owned: Close leaves it open. Another engine on it must not generate concurrently.
 	Device *runtime.Device
@@ -171,7 +176,7 @@ func Load(dir string, o Options) (*Engine, error) {
 	if ck != nil {
 		aux = ck.AuxLayers()
 	}
-	if e.target, err = model.New(e.dev, host, model.Options{Weights: wt, AuxLayers: aux}); err != nil {
+	if e.target, err = model.New(e.dev, host, model.Options{Weights: wt, AuxLayers: aux, FirstRun: o.FirstRun}); err != nil {
 		e.release()
 		return nil, err
 	}
