@@ -124,6 +124,9 @@ func ParamBytes(v any) []byte {
 // CopyRowsParams mirrors copy_rows.wgsl's Params.
 type CopyRowsParams struct{ Width, SrcStride, DstStride, DstOff uint32 }
 
+// ChainParams mirrors chain_next.wgsl's Params.
+type ChainParams struct{ Cap, A, B, C uint32 }
+
 // ArgmaxParams mirrors argmax_rows.wgsl's Params.
 type ArgmaxParams struct{ Cols, OutOff, A, B uint32 }
 

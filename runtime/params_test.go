@@ -70,6 +70,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"common", "Block", AttnBlock{}, nil},
 		{"common", "SeqInfo", SeqInfo{}, nil},
 		{"common", "Adj", Adj{}, nil},
+		{"chain_next", "Params", ChainParams{}, nil},
 		{"sample_io", "RowResult", RowResult{}, []string{"sample_rows", "sample_draw"}},
 		{"sample_pick", "RowResult", RowResult{}, nil},
 		{"embed", "Params", EmbedParams{}, nil},

@@ -94,8 +94,8 @@ type DraftModel struct {
 // Name is "draft_model".
 func (d *DraftModel) Name() string { return "draft_model" }
 
-// Propose catches the draft model's KV up with ctx and decodes k tokens greedily, one forward
-// pass each; fewer when its context fills up.
+// Propose catches the draft model's KV up with ctx and decodes k tokens greedily, all in one
+// submit (Session.DecodeChain); fewer when its context fills up.
 func (d *DraftModel) Propose(ctx []int, k int) ([]int, []float32, error) {
 	if k <= 0 || len(ctx) == 0 {
 		return nil, nil, nil
@@ -103,21 +103,16 @@ func (d *DraftModel) Propose(ctx []int, k int) ([]int, []float32, error) {
 	// The KV must lack at least the newest token, whose logits give the first draft.
 	d.rollback(min(commonPrefix(d.fed, ctx), len(ctx)-1))
 	// Draft j (1-based) needs len(ctx) + j - 1 tokens in the KV.
-	k = min(k, d.m.Cfg.MaxSeq-len(ctx)+1)
+	k = min(k, d.m.Cfg.MaxSeq-len(ctx)+1, model.MaxChain)
 	if k <= 0 {
 		return nil, nil, nil
 	}
 	feed := ctx[len(d.fed):]
-	drafts := make([]int, 0, k)
-	for len(drafts) < k {
-		out, err := d.sess.Forward(feed, 0, nil, model.Sampling{})
-		if err != nil {
-			return nil, nil, err
-		}
-		d.fed = append(d.fed, feed...)
-		drafts = append(drafts, out[0])
-		feed = out[:1]
+	drafts, err := d.sess.DecodeChain(feed, k)
+	if err != nil {
+		return nil, nil, err
 	}
+	d.fed = append(append(d.fed, feed...), drafts[:k-1]...)
 	return drafts, nil, nil
 }
 

@@ -144,3 +144,50 @@ func profileSteps(b *testing.B, m *Model, s *Session, ks []int) string {
 	}
 	return out
 }
+
+// BenchmarkDecodeChainStories15M: a draft model drafting k tokens, stories15M drafting for
+// itself: k decode steps chained on the device in one submit (DecodeChain) against k steps of
+// one submit and one readback each, taking turns; medians and the ratio.
+func BenchmarkDecodeChainStories15M(b *testing.B) {
+	host, err := weights.LoadLlama(storiesDir, nil)
+	if err != nil {
+		b.Fatalf("%v (run ./setup.sh)", err)
+	}
+	m, err := New(testDevice(b), host, Options{MaxDraft: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Release()
+	s := m.NewSession()
+	defer s.Release()
+	if _, err := s.Forward([]int{1, 9038, 2501, 263, 931}, 0, nil, Sampling{}); err != nil {
+		b.Fatal(err)
+	}
+	n := s.Len()
+	for _, k := range []int{4, 8} {
+		var chained, stepped []time.Duration
+		for i := 0; i < 10*b.N; i++ {
+			t0 := time.Now()
+			if _, err := s.DecodeChain([]int{29892}, k); err != nil {
+				b.Fatal(err)
+			}
+			chained = append(chained, time.Since(t0))
+			s.Truncate(n)
+			t0 = time.Now()
+			tok := []int{29892}
+			for range k {
+				out, err := s.Forward(tok, 0, nil, Sampling{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tok = out[:1]
+			}
+			stepped = append(stepped, time.Since(t0))
+			s.Truncate(n)
+		}
+		c, st := runtime.Median(chained), runtime.Median(stepped)
+		b.ReportMetric(ms(c), fmt.Sprintf("ms/chain(k=%d)", k))
+		b.ReportMetric(ms(st), fmt.Sprintf("ms/steps(k=%d)", k))
+		b.ReportMetric(float64(st)/float64(c), fmt.Sprintf("x(k=%d)", k))
+	}
+}

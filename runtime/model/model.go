@@ -115,6 +115,7 @@ type Model struct {
 	decode, prefill *runtime.Program
 	verify          [len(verifyRows)]*runtime.Program
 	ran             map[*runtime.Program]bool // programs that have run (Opts.FirstRun)
+	chainSt         *chainState               // DecodeChain's, from its first use
 }
 
 // NewModel uploads host weights and records the decode and prefill programs.

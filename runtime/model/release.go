@@ -21,6 +21,10 @@ func (m *Model) Release() {
 		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
 		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.kc, ly.vc)
 	}
+	if m.chainSt != nil {
+		m.chainSt.release()
+		m.chainSt = nil
+	}
 	m.decode.Release()
 	m.prefill.Release()
 	for _, v := range m.verify {

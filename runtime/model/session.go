@@ -17,6 +17,12 @@ func (s *Session) Forward(tokens []int, nDraft int, q []float32, smp Sampling) (
 	return s.m.Forward(s.seq, tokens, nDraft, q, smp)
 }
 
+// DecodeChain feeds tokens and decodes k tokens greedily in one submit; see
+// Model.DecodeChain.
+func (s *Session) DecodeChain(tokens []int, k int) ([]int, error) {
+	return s.m.DecodeChain(s.seq, tokens, k)
+}
+
 // Len is the number of tokens in the session's KV cache.
 func (s *Session) Len() int { return s.seq.Len() }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
@@ -104,5 +105,62 @@ func TestForkedSessionsDiverge(t *testing.T) {
 	b.Release()
 	if m.Pool.InUse() != 0 {
 		t.Fatalf("%d pages leaked", m.Pool.InUse())
+	}
+}
+
+// DecodeChain gives the tokens of greedy decoding one step at a time, and leaves the cache as
+// they do, for chains from 1 to 9 tokens, fed 1 to 3 tokens first, across page boundaries;
+// refused chains change nothing.
+func TestDecodeChainMatchesSteps(t *testing.T) {
+	w := ref.RandomLlama(testConfigs[1], 4)
+	m, err := New(testDevice(t), w, Options{PageSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	prompt := []int{3, 1, 4, 1, 5}
+	want := decodeAlone(t, m, prompt, 20, Sampling{})
+	for _, feed := range []int{1, 2, 3} {
+		for k := 1; k <= 9; k += 2 {
+			a := m.NewSession()
+			// The cache holds prompt and want[:j-feed], then feeds the next feed tokens.
+			j := 4
+			ctx := append(slices.Clone(prompt), want[:j]...)
+			if _, err := a.Forward(ctx[:len(ctx)-feed], 0, nil, Sampling{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.DecodeChain(ctx[len(ctx)-feed:], k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want[j:j+k]) {
+				t.Errorf("feed %d k %d: chain %v, steps %v", feed, k, got, want[j:j+k])
+			}
+			if a.Len() != len(ctx)+k-1 {
+				t.Errorf("feed %d k %d: %d tokens cached, want %d", feed, k, a.Len(), len(ctx)+k-1)
+			}
+			// The cache is right: one more step gives the next token.
+			next, err := a.Forward(got[k-1:], 0, nil, Sampling{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next[0] != want[j+k] {
+				t.Errorf("feed %d k %d: after the chain %d, want %d", feed, k, next[0], want[j+k])
+			}
+			a.Release()
+		}
+	}
+	a := m.NewSession()
+	defer a.Release()
+	for _, k := range []int{0, MaxChain + 1} {
+		if _, err := a.DecodeChain([]int{1}, k); !errors.Is(err, ErrBadInput) || a.Len() != 0 {
+			t.Errorf("chain of %d: %v, %d tokens cached", k, err, a.Len())
+		}
+	}
+	if _, err := a.DecodeChain(make([]int, m.Cfg.MaxSeq-2), 4); !errors.Is(err, runtime.ErrContextFull) || a.Len() != 0 {
+		t.Errorf("chain past the context: %v, %d tokens cached", err, a.Len())
+	}
+	if m.Pool.InUse() != 0 {
+		t.Errorf("%d pages in use after the refusals", m.Pool.InUse())
 	}
 }

@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/ref"
@@ -98,4 +99,70 @@ func argmaxRun(c *checker, mapped bool, cols, rows int) {
 		want[outOff+r] = uint32(id)
 	}
 	c.expectU32("out", c.readU32(out, len(want)), want)
+}
+
+func chainCases() []testCase {
+	var out []testCase
+	for _, steps := range []int{1, 3, 6} {
+		out = append(out, testCase{"chain_next", "f32", fmt.Sprintf("steps=%d cap=4", steps), wgsl.F32,
+			func(c *checker) { chainRun(c, steps, 4) }})
+	}
+	return out
+}
+
+// chainRun runs chain_next steps times over sampler outputs (one of them non-finite, [0, kind,
+// row]) with room for cap tokens, against chainRef: the chain, the next input token, its
+// position and the position it predicts; the chain past cap keeps its poison.
+func chainRun(c *checker, steps, capTokens int) {
+	outs := make([][]uint32, steps)
+	for i := range outs {
+		outs[i] = []uint32{1, uint32(c.rng.Intn(1000)), PoisonU32}
+		if i == 1 {
+			outs[i] = []uint32{0, 1, 0}
+		}
+	}
+	pos0 := uint32(5 + c.rng.Intn(100))
+	si := runtime.SeqInfo{PosSample: pos0 + 1, SeqID: 7}
+	out := c.u32(outs[0])
+	tokens := c.u32([]uint32{PoisonU32})
+	rows := c.keep(c.d.UploadBytes("rows", runtime.SliceBytes([]runtime.RowInfo{{Seq: 0, Pos: pos0}})))
+	seqs := c.keep(c.d.UploadBytes("seqs", runtime.SliceBytes([]runtime.SeqInfo{si})))
+	chain := c.u32(append([]uint32{0}, slices.Repeat([]uint32{PoisonU32}, capTokens+1)...))
+	prog := c.dispatchless(runtime.KernelCall{Kernel: "chain_next", Weights: wgsl.F32, Params: runtime.ChainParams{Cap: uint32(capTokens)},
+		Buffers: []webgpu.Binding{{Buffer: out}, {Buffer: tokens}, {Buffer: rows}, {Buffer: seqs}, {Buffer: chain}},
+		Grid:    runtime.Fixed(1, 1, 1)})
+	for _, o := range outs {
+		out.Write(0, runtime.U32Bytes(o))
+		c.must(prog.Run(&runtime.StepBlock{M: 1, NSeqs: 1, LogitRows: 1}))
+	}
+	wantChain, wantTok, adv := chainRef(outs, capTokens)
+	wantChain = append(wantChain, slices.Repeat([]uint32{PoisonU32}, capTokens+2-len(wantChain))...)
+	c.expectU32("chain", c.readU32(chain, capTokens+2), wantChain)
+	c.expectU32("next token", c.readU32(tokens, 1), []uint32{wantTok})
+	c.expectU32("row position", c.readU32(rows, 2), []uint32{0, pos0 + adv})
+	c.expectU32("predicted position", c.readU32(seqs, 5)[4:], []uint32{pos0 + 1 + adv})
+}
+
+// chainRef is what chain_next does over the sampler outputs outs with room for capTokens:
+// the chain [count, tokens...] (0xffffffff for a non-finite step), the last input token it
+// wrote (poison if none) and how many steps advanced the position.
+func chainRef(outs [][]uint32, capTokens int) ([]uint32, uint32, uint32) {
+	chain := []uint32{0}
+	tok, adv := PoisonU32, uint32(0)
+	for _, o := range outs {
+		if int(chain[0]) >= capTokens {
+			break
+		}
+		t := uint32(0xffffffff)
+		if o[0] >= 1 {
+			t = o[1]
+		}
+		chain = append(chain, t)
+		chain[0]++
+		tok, adv = t, adv+1
+		if t == 0xffffffff {
+			tok = 0
+		}
+	}
+	return chain, tok, adv
 }

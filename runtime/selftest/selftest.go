@@ -105,6 +105,7 @@ func allCases() []testCase {
 	all = append(all, sampleCases()...)
 	all = append(all, copyRowsCases()...)
 	all = append(all, argmaxCases()...)
+	all = append(all, chainCases()...)
 	return all
 }
 
