@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
@@ -18,6 +19,10 @@ type Metrics struct {
 	AcceptedTokens      int   // draft tokens the target accepted
 	EmittedTokens       int   // tokens the verify steps produced (accepted + 1 each), before cutting at a stop token or maxNew; the prefill's token is not counted
 	AcceptedPerPosition []int // index i: steps where draft i was accepted
+	DraftedPerPosition  []int // index i: steps that drafted at least i+1 tokens
+	// Where the time went: drafting (the drafter's Propose calls), and the target steps the
+	// sequence took part in (wall time, shared with the other sequences of a batched step).
+	DraftTime, StepTime time.Duration
 }
 
 // AcceptanceRate is the fraction of draft tokens accepted (0 with no drafts).
@@ -148,7 +153,10 @@ func Decode(cx context.Context, t Target, d Drafter, prompt []int, k int, maxNew
 		var drafts []int
 		var q []float32
 		if kk := min(k, maxNew-len(o.Tokens)-1, t.MaxSeq()-len(ctx)-1); d != nil && kk > 0 {
-			if drafts, q, err = d.Propose(ctx, kk); err != nil {
+			t0 := time.Now()
+			drafts, q, err = d.Propose(ctx, kk)
+			m.DraftTime += time.Since(t0)
+			if err != nil {
 				return o, fmt.Errorf("spec: %s drafter: %w", d.Name(), err)
 			}
 			if err := checkDrafts(drafts, q, kk, t.Vocab()); err != nil {
@@ -162,7 +170,9 @@ func Decode(cx context.Context, t Target, d Drafter, prompt []int, k int, maxNew
 		// Verify: one forward pass over [last, drafts...]; the device samples.
 		lenBefore := t.Len() // == len(ctx)-1
 		tokens := append([]int{ctx[len(ctx)-1]}, drafts...)
+		t0 := time.Now()
 		got, err := t.Forward(tokens, len(drafts), q, s)
+		m.StepTime += time.Since(t0)
 		if err != nil {
 			return o, err
 		}
@@ -193,10 +203,26 @@ func (m *Metrics) Count(nDraft, accepted int) {
 	m.AcceptedTokens += accepted
 	for len(m.AcceptedPerPosition) < nDraft {
 		m.AcceptedPerPosition = append(m.AcceptedPerPosition, 0)
+		m.DraftedPerPosition = append(m.DraftedPerPosition, 0)
+	}
+	for i := range nDraft {
+		m.DraftedPerPosition[i]++
 	}
 	for i := range accepted {
 		m.AcceptedPerPosition[i]++
 	}
+}
+
+// AcceptanceAt is, for each draft position i, the fraction of the steps that drafted that far
+// whose draft i was accepted.
+func (m Metrics) AcceptanceAt() []float64 {
+	out := make([]float64, len(m.AcceptedPerPosition))
+	for i, n := range m.AcceptedPerPosition {
+		if i < len(m.DraftedPerPosition) && m.DraftedPerPosition[i] > 0 {
+			out[i] = float64(n) / float64(m.DraftedPerPosition[i])
+		}
+	}
+	return out
 }
 
 func accept(d Drafter, ctx []int) error {

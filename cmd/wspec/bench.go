@@ -11,7 +11,8 @@ import (
 
 // runBench measures decode speed on the chosen adapter: plain greedy decode with per-kernel
 // device times and the share of per-dispatch overhead, then the same prompt with speculation
-// when a mode is given, side by side in one run.
+// when a mode is given, side by side in one run. With --prompts it benchmarks drafters over a
+// prompt set instead (specBench).
 func runBench(args []string) error {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	modelDir := fs.String("model", "", "model folder; default: .wspec/models/stories15M")
@@ -20,7 +21,35 @@ func runBench(args []string) error {
 	tokens := fs.Int("tokens", 128, "decode steps to time")
 	prompt := fs.String("prompt", "Once upon a time", "prompt")
 	sf := addSpecFlags(fs)
+	prompts := fs.String("prompts", "", "benchmark drafters over this prompt file (one per line), e.g. spec/distill/prompts/eval.txt")
+	maxPrompts := fs.Int("max-prompts", 0, "with --prompts: use the first n prompts (0: all)")
+	drafters := fs.String("drafters", "all", "with --prompts: the modes to benchmark, comma-separated, or all")
+	ks := fs.String("ks", "1-8,adaptive", "with --prompts: the draft lengths, e.g. 1-8,adaptive or 2,4")
+	temps := fs.String("temperatures", "0,0.8", "with --prompts: sampling temperatures (0: greedy)")
+	jsonOut := fs.String("json", "", "with --prompts: write the rows as JSON here")
+	svgOut := fs.String("svg", "", "with --prompts: write a plot of speed-up and acceptance length against k here")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *prompts != "" {
+		b, err := newSpecBench(*modelDir, *adapter, *dtype, *prompts, *maxPrompts, *drafters, *ks, *temps, *tokens)
+		if err != nil {
+			return err
+		}
+		rows, err := b.run(context.Background())
+		if len(rows) > 0 {
+			fmt.Print(specBenchTable(rows))
+			if *jsonOut != "" {
+				if err := writeJSON(*jsonOut, rows); err != nil {
+					return err
+				}
+			}
+			if *svgOut != "" {
+				if err := specBenchSVG(*svgOut, rows); err != nil {
+					return err
+				}
+			}
+		}
 		return err
 	}
 	if *tokens < 1 {

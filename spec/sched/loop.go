@@ -170,6 +170,7 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 	info := StepInfo{Rows: 0, Preempted: preempted, Time: took, Pages: s.m.Pool.Pages()}
 	for i, j := range in {
 		info.Rows += len(batch[i].Tokens)
+		j.res.Metrics.StepTime += took
 		s.settle(j, batch[i], outs[i], &info)
 	}
 	if s.o.Cost != nil {
@@ -233,8 +234,10 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 		if k > 0 {
 			t0 := time.Now()
 			drafts, _, err := st.drafter.Propose(j.ctx, k)
+			took := time.Since(t0)
+			j.res.Metrics.DraftTime += took
 			if s.o.Cost != nil {
-				s.o.Cost.ObserveDraft(len(drafts), time.Since(t0))
+				s.o.Cost.ObserveDraft(len(drafts), took)
 			}
 			if err != nil || len(drafts) > k {
 				drafts = nil // a failing drafter costs its drafts, not the request

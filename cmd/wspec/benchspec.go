@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/engine"
+)
+
+// specBench is `wspec bench --prompts FILE`: each drafter, at each k and adaptive, at each
+// temperature, over a prompt set, each generation beside a plain one of the same prompt and
+// seed (the same text: seeded output does not depend on speculation), so the speed-up is
+// measured in the same run on the same tokens.
+type specBench struct {
+	model, adapter, dtype string
+	prompts               []string
+	drafters              []string
+	ks                    []int // 0: adaptive (up to maxK)
+	maxK                  int
+	temps                 []float32
+	tokens                int
+	log                   func(string)
+}
+
+// specBenchRow is one drafter at one k and temperature over the prompt set.
+type specBenchRow struct {
+	Drafter     string  `json:"drafter"`
+	K           string  `json:"k"` // "1".."8" or "adaptive"
+	Temperature float32 `json:"temperature"`
+	Prompts     int     `json:"prompts"`
+	Tokens      int     `json:"tokens"` // generated, all prompts
+	// Mean acceptance length counts the bonus (or recovered) token: tokens per verify step.
+	MeanAcceptanceLength float64   `json:"mean_acceptance_length"`
+	AcceptanceRate       float64   `json:"acceptance_rate"`
+	AcceptancePerPos     []float64 `json:"acceptance_per_position"` // of the steps that drafted that far
+	TokPerSec            float64   `json:"decode_tok_per_s"`        // median over prompts
+	PlainTokPerSec       float64   `json:"plain_decode_tok_per_s"`  // median over the same prompts
+	SpeedUp              float64   `json:"speedup"`                 // median of the per-prompt ratios
+	DraftShare           float64   `json:"draft_share"`             // of the decode time, drafting
+	StepMs               float64   `json:"step_ms"`                 // mean target step (verify) wall time
+}
+
+// newSpecBench checks the flags of a drafter benchmark.
+func newSpecBench(model, adapter, dtype, promptFile string, maxPrompts int, drafters, ks, temps string, tokens int) (*specBench, error) {
+	b := &specBench{model: model, adapter: adapter, dtype: dtype, tokens: tokens, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
+	var err error
+	if b.prompts, err = readPrompts(promptFile, maxPrompts); err != nil {
+		return nil, err
+	}
+	if b.ks, err = parseKs(ks); err != nil {
+		return nil, err
+	}
+	b.maxK = slices.Max(b.ks)
+	if b.maxK == 0 {
+		b.maxK = 8
+	}
+	b.drafters = spec.Names()
+	if drafters != "all" {
+		b.drafters = nil
+		for _, d := range strings.Split(drafters, ",") {
+			if d = strings.TrimSpace(d); !slices.Contains(spec.Names(), d) {
+				return nil, fmt.Errorf("--drafters: unknown mode %q (%s)", d, strings.Join(spec.Names(), ", "))
+			}
+			b.drafters = append(b.drafters, d)
+		}
+	}
+	for _, t := range strings.Split(temps, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(t), 32)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("--temperatures: bad temperature %q", t)
+		}
+		b.temps = append(b.temps, float32(v))
+	}
+	return b, nil
+}
+
+// readPrompts reads one prompt per non-empty line.
+func readPrompts(path string, limit int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if p := strings.TrimSpace(sc.Text()); p != "" && (limit <= 0 || len(out) < limit) {
+			out = append(out, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no prompts", path)
+	}
+	return out, nil
+}
+
+// parseKs reads "1-8,adaptive" or "1,2,4,adaptive" (adaptive is 0).
+func parseKs(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "adaptive":
+			out = append(out, 0)
+		case strings.Contains(part, "-"):
+			lo, err1 := strconv.Atoi(strings.SplitN(part, "-", 2)[0])
+			hi, err2 := strconv.Atoi(strings.SplitN(part, "-", 2)[1])
+			if err1 != nil || err2 != nil || lo < 1 || hi < lo || hi > spec.MaxSpeculativeTokens {
+				return nil, fmt.Errorf("--ks: bad range %q", part)
+			}
+			for k := lo; k <= hi; k++ {
+				out = append(out, k)
+			}
+		default:
+			k, err := strconv.Atoi(part)
+			if err != nil || k < 1 || k > spec.MaxSpeculativeTokens {
+				return nil, fmt.Errorf("--ks: bad k %q (1..%d or adaptive)", part, spec.MaxSpeculativeTokens)
+			}
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// run benchmarks every drafter and returns the rows, drafter by drafter.
+func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
+	var rows []specBenchRow
+	for _, d := range b.drafters {
+		sc := &spec.Config{Mode: d, NumSpeculativeTokens: b.maxK}
+		e, err := engine.Load(b.model, engine.Options{Adapter: b.adapter, DType: b.dtype, Speculative: sc})
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", d, err)
+		}
+		r, err := b.drafter(ctx, e, d)
+		e.Close()
+		rows = append(rows, r...)
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+// drafter runs one engine's grid: for each temperature and prompt, plain then each k.
+func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) ([]specBenchRow, error) {
+	type acc struct {
+		m                spec.Metrics
+		tokens           int
+		tps, plain, up   []float64
+		decode, draftDur time.Duration
+	}
+	var out []specBenchRow
+	for _, temp := range b.temps {
+		accs := make([]acc, len(b.ks))
+		for pi, p := range b.prompts {
+			o := engine.GenerateOptions{MaxTokens: b.tokens, Temperature: temp, Seed: uint64(1000 + pi)}
+			o.NoSpeculation = true
+			plain, err := e.Generate(ctx, p, o)
+			if err != nil {
+				return out, err
+			}
+			for i, k := range b.ks {
+				o.NoSpeculation, o.NumSpeculativeTokens, o.FixedSpeculation = false, k, k > 0
+				if k == 0 {
+					o.NumSpeculativeTokens = b.maxK
+				}
+				res, err := e.Generate(ctx, p, o)
+				if err != nil {
+					return out, err
+				}
+				if temp == 0 && !slices.Equal(res.Tokens, plain.Tokens) {
+					return out, fmt.Errorf("%s k=%d: greedy output differs from plain decoding on %q", name, k, p)
+				}
+				a := &accs[i]
+				addMetrics(&a.m, res.Metrics)
+				a.tokens += len(res.Tokens)
+				sp, pl := decodeRate(res), decodeRate(plain)
+				if sp > 0 && pl > 0 {
+					a.tps, a.plain, a.up = append(a.tps, sp), append(a.plain, pl), append(a.up, sp/pl)
+				}
+				a.decode += res.Decode
+				a.draftDur += res.Metrics.DraftTime
+			}
+			b.log(fmt.Sprintf("%s T=%g: prompt %d/%d", name, temp, pi+1, len(b.prompts)))
+		}
+		for i, k := range b.ks {
+			a := accs[i]
+			row := specBenchRow{Drafter: name, K: strconv.Itoa(k), Temperature: temp, Prompts: len(b.prompts), Tokens: a.tokens,
+				MeanAcceptanceLength: a.m.MeanAcceptanceLength(), AcceptanceRate: a.m.AcceptanceRate(),
+				TokPerSec: median(a.tps), PlainTokPerSec: median(a.plain), SpeedUp: median(a.up)}
+			if k == 0 {
+				row.K = "adaptive"
+			}
+			row.AcceptancePerPos = a.m.AcceptanceAt()
+			if a.decode > 0 {
+				row.DraftShare = float64(a.draftDur) / float64(a.decode)
+			}
+			if a.m.Steps > 0 {
+				row.StepMs = float64(a.m.StepTime.Microseconds()) / 1000 / float64(a.m.Steps)
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+// decodeRate is a result's decode tokens per second (the first token is the prefill's).
+func decodeRate(r *engine.Result) float64 {
+	if len(r.Tokens) < 2 || r.Decode <= 0 {
+		return 0
+	}
+	return float64(len(r.Tokens)-1) / r.Decode.Seconds()
+}
+
+func addMetrics(to *spec.Metrics, m spec.Metrics) {
+	to.Steps += m.Steps
+	to.Drafts += m.Drafts
+	to.DraftTokens += m.DraftTokens
+	to.AcceptedTokens += m.AcceptedTokens
+	to.EmittedTokens += m.EmittedTokens
+	to.DraftTime += m.DraftTime
+	to.StepTime += m.StepTime
+	for i, n := range m.AcceptedPerPosition {
+		for len(to.AcceptedPerPosition) <= i {
+			to.AcceptedPerPosition = append(to.AcceptedPerPosition, 0)
+			to.DraftedPerPosition = append(to.DraftedPerPosition, 0)
+		}
+		to.AcceptedPerPosition[i] += n
+		to.DraftedPerPosition[i] += m.DraftedPerPosition[i]
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// specBenchTable formats the rows as a Markdown table.
+func specBenchTable(rows []specBenchRow) string {
+	var sb strings.Builder
+	sb.WriteString("| drafter | T | k | mean acceptance length | acceptance | per position | decode tok/s | plain tok/s | speed-up | drafting | step ms |\n")
+	sb.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		pos := make([]string, len(r.AcceptancePerPos))
+		for i, p := range r.AcceptancePerPos {
+			pos[i] = fmt.Sprintf("%.2f", p)
+		}
+		fmt.Fprintf(&sb, "| %s | %g | %s | %.2f | %.0f%% | %s | %.1f | %.1f | **%.2fx** | %.0f%% | %.1f |\n", r.Drafter, r.Temperature, r.K,
+			r.MeanAcceptanceLength, 100*r.AcceptanceRate, strings.Join(pos, " "), r.TokPerSec, r.PlainTokPerSec, r.SpeedUp,
+			100*r.DraftShare, r.StepMs)
+	}
+	return sb.String()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

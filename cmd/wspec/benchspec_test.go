@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseKs(t *testing.T) {
+	got, err := parseKs("1-3, 8,adaptive")
+	if err != nil || !slices.Equal(got, []int{1, 2, 3, 8, 0}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"0", "3-1", "99", "x", "1-99", ""} {
+		if _, err := parseKs(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestNewSpecBenchRefuses(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.txt")
+	os.WriteFile(p, []byte("a\n\nb\nc\n"), 0o644)
+	b, err := newSpecBench("", "", "f32", p, 2, "ngram", "adaptive", "0,0.8", 16)
+	if err != nil || !slices.Equal(b.prompts, []string{"a", "b"}) || b.maxK != 8 || len(b.temps) != 2 {
+		t.Fatalf("%+v, %v", b, err)
+	}
+	empty := filepath.Join(dir, "e.txt")
+	os.WriteFile(empty, []byte("\n \n"), 0o644)
+	for _, tc := range []struct{ prompts, drafters, temps, want string }{
+		{empty, "ngram", "0", "no prompts"},
+		{p, "nope", "0", "unknown mode"},
+		{p, "ngram", "-1", "bad temperature"},
+		{p, "ngram", "NaN", "bad temperature"},
+	} {
+		if _, err := newSpecBench("", "", "f32", tc.prompts, 0, tc.drafters, "4", tc.temps, 16); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v", tc, err)
+		}
+	}
+}
+
+// The plot is well-formed SVG with a line per drafter and temperature, and the table has a
+// row per benchmark row.
+func TestSpecBenchOutputs(t *testing.T) {
+	rows := []specBenchRow{
+		{Drafter: "ngram", K: "1", SpeedUp: 0.9, MeanAcceptanceLength: 1.2, AcceptancePerPos: []float64{0.2}},
+		{Drafter: "ngram", K: "2", SpeedUp: 0.95, MeanAcceptanceLength: 1.3},
+		{Drafter: "ngram", K: "adaptive", SpeedUp: 1, MeanAcceptanceLength: 1.1},
+		{Drafter: "eagle3", K: "1", Temperature: 0.8, SpeedUp: 1.4, MeanAcceptanceLength: 1.8},
+	}
+	path := filepath.Join(t.TempDir(), "b.svg")
+	if err := specBenchSVG(path, rows); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	d := xml.NewDecoder(strings.NewReader(string(b)))
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("not well-formed: %v", err)
+			}
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 4 { // 2 series x 2 panels
+		t.Errorf("%d polylines, want 4", lines)
+	}
+	if tab := specBenchTable(rows); strings.Count(tab, "\n") != len(rows)+2 || !strings.Contains(tab, "**1.40x**") {
+		t.Errorf("table:\n%s", tab)
+	}
+}
