@@ -190,7 +190,7 @@ func Load(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e.sched = sched.New(e.target, e.method, sched.Options{Cost: e.cost, OnStep: o.OnStep})
+	e.sched = sched.New(sched.Model(e.target), e.method, sched.Options{Cost: e.cost, OnStep: o.OnStep})
 	go e.sched.Run()
 	return e, nil
 }

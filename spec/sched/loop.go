@@ -14,7 +14,7 @@ import (
 // seqState is a running job's sequence: its KV (a session), its drafter and how far its
 // context is in the cache.
 type seqState struct {
-	sess    *model.Session
+	sess    Seq
 	drafter spec.Drafter // nil without speculation
 	fed     int          // tokens of the job's context in the cache
 	acc     spec.Acceptance
@@ -90,12 +90,12 @@ func (s *Scheduler) reapWaiting(waiting []*job) []*job {
 // admit starts queued jobs, oldest first, while the model takes more sequences and the pool
 // has the pages of each one's context.
 func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
-	pool := s.m.Pool
+	pool := s.pool
 	reserved := 0 // pages the running prompts still need
 	for _, j := range running {
 		reserved += pagesFor(pool.PageSize, len(j.ctx)+1) - len(j.seq.sess.Sequence().Pages())
 	}
-	for len(waiting) > 0 && len(running) < s.m.Opts.MaxSeqs {
+	for len(waiting) > 0 && len(running) < s.lim.MaxSeqs {
 		j := waiting[0]
 		need := pagesFor(pool.PageSize, len(j.ctx)+1)
 		if need > pool.Pages() {
@@ -107,7 +107,7 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 		if need+reserved > pool.Free() && len(running) > 0 {
 			break
 		}
-		st := &seqState{sess: s.m.NewSession()}
+		st := &seqState{sess: s.m.NewSeq()}
 		if j.req.K > 0 {
 			d, err := s.method.NewDrafter(st.sess)
 			if err != nil {
@@ -142,7 +142,7 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 	var in []*job
 	for {
 		batch, in = s.plan(running)
-		if s.pagesNeeded(batch) <= s.m.Pool.Free() || len(running) == 1 {
+		if s.pagesNeeded(batch) <= s.pool.Free() || len(running) == 1 {
 			break
 		}
 		// Out of pages: the newest running job gives its pages back and waits to be recomputed.
@@ -167,7 +167,7 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		running = slices.DeleteFunc(running, func(j *job) bool { return j.seq == nil })
 		return waiting, running
 	}
-	info := StepInfo{Rows: 0, Preempted: preempted, Time: took, Pages: s.m.Pool.Pages()}
+	info := StepInfo{Rows: 0, Preempted: preempted, Time: took, Pages: s.pool.Pages()}
 	for i, j := range in {
 		info.Rows += len(batch[i].Tokens)
 		j.res.Metrics.StepTime += took
@@ -177,7 +177,7 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		s.o.Cost.ObserveStep(info.Rows, took)
 	}
 	running = slices.DeleteFunc(running, func(j *job) bool { return j.seq == nil })
-	info.Running, info.Waiting, info.PagesUsed = len(running), len(waiting), s.m.Pool.InUse()
+	info.Running, info.Waiting, info.PagesUsed = len(running), len(waiting), s.pool.InUse()
 	if s.o.OnStep != nil {
 		s.o.OnStep(info)
 	}
@@ -196,8 +196,7 @@ func (s *Scheduler) pagesNeeded(batch []model.SeqStep) int {
 // plan builds the step's batch: each decoding job's last token and its drafts, and chunks
 // of the prompts being prefilled, within the step's rows and sampled rows.
 func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
-	o := s.m.Opts
-	budget, logitBudget := s.o.StepTokens, o.MaxLogitRows
+	budget, logitBudget := s.o.StepTokens, s.lim.MaxLogitRows
 	var decoding []*job
 	for _, j := range running {
 		if j.seq.fed == len(j.ctx)-1 {
@@ -208,7 +207,7 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 	ks := make([]int, len(decoding))
 	plans := make([]spec.PlanSeq, len(decoding))
 	for i, j := range decoding {
-		room := min(j.req.MaxNew-len(j.res.Tokens)-1, s.m.Cfg.MaxSeq-len(j.ctx)-1, o.MaxDraft)
+		room := min(j.req.MaxNew-len(j.res.Tokens)-1, s.lim.MaxSeq-len(j.ctx)-1, s.lim.MaxDraft)
 		plans[i] = spec.PlanSeq{MaxK: max(0, min(j.req.K, room))}
 		if j.seq.drafter != nil && !j.req.FixedK {
 			plans[i].Acc = &j.seq.acc
@@ -347,7 +346,7 @@ func (s *Scheduler) settle(j *job, st model.SeqStep, out model.StepOut, info *St
 			return
 		}
 	}
-	if len(j.ctx) >= s.m.Cfg.MaxSeq {
+	if len(j.ctx) >= s.lim.MaxSeq {
 		s.finish(j, spec.FinishContextFull, nil)
 	}
 }

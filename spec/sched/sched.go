@@ -73,9 +73,52 @@ type StepInfo struct {
 	Time             time.Duration // the step's wall time (drafting excluded)
 }
 
+// Target is the model the scheduler runs: batched steps over sequences of its page pool.
+// Model adapts a device model; the tests also run the scheduler on a pure-Go fake.
+type Target interface {
+	// Step runs one batched step; see model.Model.Step.
+	Step(batch []model.SeqStep) ([]model.StepOut, error)
+	// NewSeq starts an empty sequence on the pool.
+	NewSeq() Seq
+	Pool() *runtime.PagePool
+	Limits() Limits
+}
+
+// Seq is one sequence of a Target: its KV pages, and the target a drafter of it reads (the
+// drafter heads need a *model.Session).
+type Seq interface {
+	spec.Target
+	Sequence() *runtime.Sequence
+	Release()
+}
+
+// Limits are a target's sizes.
+type Limits struct {
+	MaxSeq, Vocab int // context length, vocabulary
+	MaxSeqs       int // sequences in a step
+	MaxLogitRows  int // rows sampled in a step
+	MaxDraft      int // drafts one sequence verifies in a step
+	StepRows      int // rows in a step, all sequences
+}
+
+// Model is the Target of a model on the device.
+func Model(m *model.Model) Target { return modelTarget{m} }
+
+type modelTarget struct{ m *model.Model }
+
+func (t modelTarget) Step(b []model.SeqStep) ([]model.StepOut, error) { return t.m.Step(b) }
+func (t modelTarget) NewSeq() Seq                                     { return t.m.NewSession() }
+func (t modelTarget) Pool() *runtime.PagePool                         { return t.m.Pool }
+func (t modelTarget) Limits() Limits {
+	o, c := t.m.Opts, t.m.Cfg
+	return Limits{MaxSeq: c.MaxSeq, Vocab: c.Vocab, MaxSeqs: o.MaxSeqs, MaxLogitRows: o.MaxLogitRows, MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk}
+}
+
 // Scheduler runs requests on a target model. See the package comment.
 type Scheduler struct {
-	m      *model.Model
+	m      Target
+	lim    Limits
+	pool   *runtime.PagePool
 	method spec.Method // nil: no speculation
 	o      Options
 
@@ -104,12 +147,13 @@ type job struct {
 }
 
 // New makes a scheduler on m (speculating with method when it is not nil). Start it with Run.
-func New(m *model.Model, method spec.Method, o Options) *Scheduler {
-	if o.StepTokens <= 0 || o.StepTokens > m.Opts.PrefillChunk {
-		o.StepTokens = m.Opts.PrefillChunk
+func New(m Target, method spec.Method, o Options) *Scheduler {
+	lim := m.Limits()
+	if o.StepTokens <= 0 || o.StepTokens > lim.StepRows {
+		o.StepTokens = lim.StepRows
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Scheduler{m: m, method: method, o: o, do: make(chan func()), wake: make(chan struct{}, 1),
+	return &Scheduler{m: m, lim: lim, pool: m.Pool(), method: method, o: o, do: make(chan func()), wake: make(chan struct{}, 1),
 		stopped: make(chan struct{}), closing: cancel, ctx: ctx}
 }
 
@@ -148,7 +192,7 @@ func (s *Scheduler) take(close bool) []*job {
 }
 
 func (s *Scheduler) check(r *Request) error {
-	c := s.m.Cfg
+	c := s.lim
 	switch {
 	case r.Ctx == nil:
 		return fmt.Errorf("%w: a request without a context", model.ErrBadInput)
@@ -158,7 +202,7 @@ func (s *Scheduler) check(r *Request) error {
 		return fmt.Errorf("%w: a prompt of %d tokens leaves no room in a context of %d", runtime.ErrContextFull, len(r.Prompt), c.MaxSeq)
 	case r.MaxNew < 1:
 		return fmt.Errorf("%w: max new tokens %d", model.ErrBadInput, r.MaxNew)
-	case r.K < 0 || r.K > min(spec.MaxSpeculativeTokens, s.m.Opts.MaxDraft):
+	case r.K < 0 || r.K > min(spec.MaxSpeculativeTokens, s.lim.MaxDraft):
 		return fmt.Errorf("%w: %d speculative tokens", model.ErrBadInput, r.K)
 	case r.K > 0 && s.method == nil:
 		return fmt.Errorf("%w: speculation asked of a scheduler without a drafter", model.ErrBadInput)

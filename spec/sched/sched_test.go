@@ -57,7 +57,7 @@ func setup(t *testing.T, opts model.Options, o Options) (*model.Model, *Schedule
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(m, meth, o)
+	s := New(Model(m), meth, o)
 	go s.Run()
 	t.Cleanup(func() { s.Close(); meth.Release(); m.Release() })
 	return m, s

@@ -1,0 +1,204 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/spec"
+)
+
+// fakeTarget is a pure-Go Target: its "model" emits next(ctx) after each context, so the
+// scheduler's batching, paging, preemption and speculation run without a device. It keeps
+// each sequence's tokens beside its pages, as the KV cache would.
+type fakeTarget struct {
+	pool  *runtime.PagePool
+	lim   Limits
+	seqs  map[*runtime.Sequence]*fakeSeq
+	steps int
+}
+
+func newFakeTarget(pages, pageSize int) *fakeTarget {
+	return &fakeTarget{pool: runtime.NewPagePool(pages, pageSize), seqs: map[*runtime.Sequence]*fakeSeq{},
+		lim: Limits{MaxSeq: 96, Vocab: 50, MaxSeqs: 8, MaxLogitRows: 32, MaxDraft: 8, StepRows: 24}}
+}
+
+// next is the fake model: the token after ctx.
+func next(ctx []int) int { return (ctx[len(ctx)-1]*31 + len(ctx)*7 + 3) % 50 }
+
+func (t *fakeTarget) Pool() *runtime.PagePool { return t.pool }
+func (t *fakeTarget) Limits() Limits          { return t.lim }
+func (t *fakeTarget) NewSeq() Seq {
+	s := &fakeSeq{t: t, seq: t.pool.NewSequence()}
+	t.seqs[s.seq] = s
+	return s
+}
+
+// Step checks the batch as the device model does (pages, rows, sequences), then appends each
+// sequence's tokens and verifies its drafts against next.
+func (t *fakeTarget) Step(batch []model.SeqStep) ([]model.StepOut, error) {
+	need, rows, logits := 0, 0, 0
+	for _, st := range batch {
+		need += st.Seq.PagesNeeded(st.Seq.Len() + len(st.Tokens))
+		rows += len(st.Tokens)
+		if st.Sample {
+			logits += st.NDraft + 1
+		}
+	}
+	switch {
+	case len(batch) > t.lim.MaxSeqs || rows > t.lim.StepRows || logits > t.lim.MaxLogitRows:
+		return nil, fmt.Errorf("%w: %d sequences, %d rows, %d logits rows", model.ErrBadInput, len(batch), rows, logits)
+	case need > t.pool.Free():
+		return nil, fmt.Errorf("%w: %d pages needed, %d free", runtime.ErrPoolExhausted, need, t.pool.Free())
+	}
+	t.steps++
+	outs := make([]model.StepOut, len(batch))
+	for i, st := range batch {
+		fs := t.seqs[st.Seq]
+		before := st.Seq.Len()
+		if _, err := st.Seq.Reserve(before + len(st.Tokens)); err != nil {
+			panic(err) // counted above
+		}
+		st.Seq.Commit(before + len(st.Tokens))
+		fs.tokens = append(fs.tokens[:before], st.Tokens...)
+		if !st.Sample {
+			continue
+		}
+		first := len(fs.tokens) - st.NDraft // the context of row 0 ends here
+		for j := 0; j <= st.NDraft; j++ {
+			want := next(fs.tokens[:first+j])
+			if j < st.NDraft && fs.tokens[first+j] == want {
+				outs[i].Tokens = append(outs[i].Tokens, want)
+				continue
+			}
+			outs[i].Tokens = append(outs[i].Tokens, want)
+			break
+		}
+	}
+	return outs, nil
+}
+
+type fakeSeq struct {
+	t      *fakeTarget
+	seq    *runtime.Sequence
+	tokens []int
+}
+
+func (s *fakeSeq) Sequence() *runtime.Sequence { return s.seq }
+func (s *fakeSeq) Len() int                    { return s.seq.Len() }
+func (s *fakeSeq) Vocab() int                  { return s.t.lim.Vocab }
+func (s *fakeSeq) MaxSeq() int                 { return s.t.lim.MaxSeq }
+func (s *fakeSeq) Truncate(n int) {
+	s.seq.Truncate(n)
+	s.tokens = s.tokens[:min(n, len(s.tokens))]
+}
+func (s *fakeSeq) Release() { s.seq.Release(); delete(s.t.seqs, s.seq) }
+func (s *fakeSeq) Forward([]int, int, []float32, model.Sampling) ([]int, error) {
+	return nil, errors.New("fake sequence: the scheduler steps through Target.Step")
+}
+
+// oracle drafts next's own continuation (every draft passes) but for a wrong token at
+// position wrongAt of each proposal (-1: none).
+type oracle struct{ wrongAt int }
+
+func (o oracle) Name() string                                 { return "oracle" }
+func (o oracle) NewDrafter(spec.Target) (spec.Drafter, error) { return o, nil }
+func (o oracle) Release()                                     {}
+func (o oracle) Accept([]int) error                           { return nil }
+func (o oracle) Propose(ctx []int, k int) ([]int, []float32, error) {
+	c := slices.Clone(ctx)
+	var out []int
+	for i := range k {
+		t := next(c)
+		if i == o.wrongAt {
+			t = (t + 1) % 50
+		}
+		out, c = append(out, t), append(c, t)
+	}
+	return out, nil, nil
+}
+
+// want is what a request generates on the fake: next's continuation of the prompt.
+func want(prompt []int, n int) []int {
+	c := slices.Clone(prompt)
+	for range n {
+		c = append(c, next(c))
+	}
+	return c[len(prompt):]
+}
+
+func runFake(t *testing.T, target *fakeTarget, meth spec.Method, reqs []*Request) []Result {
+	t.Helper()
+	s := New(target, meth, Options{StepTokens: 16})
+	go s.Run()
+	defer s.Close()
+	var wg sync.WaitGroup
+	got := make([]Result, len(reqs))
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = wait(t, s.Submit(r)) }()
+	}
+	wg.Wait()
+	s.Do(func() error {
+		if n := target.pool.InUse(); n != 0 {
+			t.Errorf("%d pages in use after all requests", n)
+		}
+		return nil
+	})
+	return got
+}
+
+// On the pure-Go fake with a pool far too small for the load: every request completes with
+// its exact continuation, through waiting, chunked prompts, preemption and recomputation,
+// drafting or not; the pool ends empty.
+func TestFakePreemptionExact(t *testing.T) {
+	target := newFakeTarget(9, 4) // 36 slots; a request needs up to 30
+	var reqs []*Request
+	for i := range 10 {
+		prompt := make([]int, 3+i%7*3)
+		for j := range prompt {
+			prompt[j] = (i*13 + j*5) % 50
+		}
+		reqs = append(reqs, &Request{Ctx: context.Background(), Prompt: prompt, MaxNew: 8 + i%5, K: i % 4, FixedK: true})
+	}
+	got := runFake(t, target, oracle{wrongAt: 2}, reqs)
+	preempted := 0
+	for i, r := range got {
+		if r.Err != nil {
+			t.Fatalf("request %d: %v", i, r.Err)
+		}
+		if w := want(reqs[i].Prompt, reqs[i].MaxNew); !slices.Equal(r.Tokens, w) {
+			t.Errorf("request %d: %v, want %v", i, r.Tokens, w)
+		}
+		preempted += r.Preempted
+	}
+	if preempted == 0 {
+		t.Error("no preemption: the pool was not too small")
+	}
+}
+
+// With drafts that always pass and a fixed k, each verify step emits k+1 tokens (less at the
+// end), and the metrics say so.
+func TestFakeSpeculationSteps(t *testing.T) {
+	for _, k := range []int{1, 3, 8} {
+		target := newFakeTarget(64, 4)
+		r := &Request{Ctx: context.Background(), Prompt: []int{1, 2, 3}, MaxNew: 30, K: k, FixedK: true}
+		res := runFake(t, target, oracle{wrongAt: -1}, []*Request{r})[0]
+		if res.Err != nil || !slices.Equal(res.Tokens, want(r.Prompt, r.MaxNew)) {
+			t.Fatalf("k=%d: %v %v", k, res.Tokens, res.Err)
+		}
+		m := res.Metrics
+		if m.DraftTokens != m.AcceptedTokens || m.MeanAcceptanceLength() < float64(k+1)*0.7 {
+			t.Errorf("k=%d: %d drafts, %d accepted, mean acceptance length %.2f", k, m.DraftTokens, m.AcceptedTokens, m.MeanAcceptanceLength())
+		}
+		// the prefill's step, then ceil((30 - 1) / (k + 1)) verify steps
+		if wantSteps := 1 + (29+k)/(k+1); target.steps != wantSteps {
+			t.Errorf("k=%d: %d steps, want %d", k, target.steps, wantSteps)
+		}
+	}
+}
