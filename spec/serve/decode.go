@@ -57,7 +57,8 @@ func jsonError(err error) error {
 		if typ.Field == "" {
 			return invalid("", codeInvalidType, "the request body must be a JSON object, not %s", typ.Value)
 		}
-		return invalid(typ.Field, codeInvalidType, "%s: want %s, got %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		field := strings.TrimPrefix(typ.Field, "samplingFields.") // the embedded struct is no part of the wire
+		return invalid(field, codeInvalidType, "%s: want %s, got %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return invalid("", codeInvalidJSON, "invalid JSON: the body ends in the middle of a value")
 	}
