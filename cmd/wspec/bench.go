@@ -11,7 +11,8 @@ import (
 
 // runBench measures decode speed on the chosen adapter: plain greedy decode with per-kernel
 // device times and the share of per-dispatch overhead, then the same prompt with speculation
-// when a mode is given, side by side in one run.
+// when a mode is given, side by side in one run. With --serve it measures the OpenAI server
+// instead (benchserve.go).
 func runBench(args []string) error {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	modelDir := fs.String("model", "", "model folder; default: .wspec/models/stories15M")
@@ -20,11 +21,15 @@ func runBench(args []string) error {
 	tokens := fs.Int("tokens", 128, "decode steps to time")
 	prompt := fs.String("prompt", "Once upon a time", "prompt")
 	sf := addSpecFlags(fs)
+	sb := addServeBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *tokens < 1 {
 		return fmt.Errorf("--tokens %d: want at least 1", *tokens)
+	}
+	if *sb.on {
+		return sb.start(fs, *modelDir, *adapter, *dtype, *tokens, sf)
 	}
 	sc, err := sf.config()
 	if err != nil {
