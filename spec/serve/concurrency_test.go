@@ -128,7 +128,8 @@ func TestSeededBatch(t *testing.T) {
 }
 
 // A client that leaves mid-stream cancels its generation at once: its pages come back, the
-// request is counted as aborted, and the server goes on serving.
+// request is counted as aborted, and the server goes on serving. So does one that gives up
+// waiting for a whole reply.
 func TestCancelMidStream(t *testing.T) {
 	f := specServer(t)
 	aborted := f.metric(t, `vllm:request_success_total{engine="0",finished_reason="abort",model_name="stories15M"}`)
@@ -164,6 +165,14 @@ func TestCancelMidStream(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A whole (not streamed) request whose client gives up is cancelled too.
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req = f.request(t, ctx, "/v1/chat/completions", `{"messages": [{"role": "user", "content": "Tell me a story."}], "temperature": 0}`)
+	if _, err := f.ts.Client().Do(req); err == nil {
+		t.Fatal("a chat until the end of the context finished within 300 ms")
+	}
+	f.waitIdle(t, 2*time.Second)
 	if text, finish := f.streamed(t, context.Background(), map[string]any{"prompt": "Once", "max_tokens": 3}); finish != "length" || text == "" {
 		t.Fatalf("after the cancel: %q %s", text, finish)
 	}
