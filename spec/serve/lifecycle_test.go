@@ -91,9 +91,9 @@ func TestServeDrains(t *testing.T) {
 // event and [DONE] soon after the bound, its pages come back, and Serve returns nil.
 func TestServeDrainBound(t *testing.T) {
 	f := specServer(t)
-	const bound = 300 * time.Millisecond
+	const bound = 200 * time.Millisecond
 	url, stop, served := serveOn(t, f, bound)
-	sc, closeBody := startStream(t, url, 200)
+	sc, closeBody := startStream(t, url, 250)
 	defer closeBody()
 	t0 := time.Now()
 	stop()
