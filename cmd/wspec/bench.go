@@ -12,7 +12,7 @@ import (
 // runBench measures decode speed on the chosen adapter: plain greedy decode with per-kernel
 // device times and the share of per-dispatch overhead, then the same prompt with speculation
 // when a mode is given, side by side in one run. With --prompts it benchmarks drafters over a
-// prompt set instead (specBench).
+// prompt set instead (benchspec.go), and with --serve the OpenAI server (benchserve.go).
 func runBench(args []string) error {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	modelDir := fs.String("model", "", "model folder; default: .wspec/models/stories15M")
@@ -26,8 +26,9 @@ func runBench(args []string) error {
 	drafters := fs.String("drafters", "all", "with --prompts: the modes to benchmark, comma-separated, or all")
 	ks := fs.String("ks", "1-8,adaptive", "with --prompts: the draft lengths, e.g. 1-8,adaptive or 2,4")
 	temps := fs.String("temperatures", "0,0.8", "with --prompts: sampling temperatures (0: greedy)")
-	jsonOut := fs.String("json", "", "with --prompts: write the rows as JSON here")
 	svgOut := fs.String("svg", "", "with --prompts: write a plot of speed-up and acceptance length against k here")
+	sb := addServeBenchFlags(fs)
+	jsonOut := sb.json
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +55,9 @@ func runBench(args []string) error {
 	}
 	if *tokens < 1 {
 		return fmt.Errorf("--tokens %d: want at least 1", *tokens)
+	}
+	if *sb.on {
+		return sb.start(fs, *modelDir, *adapter, *dtype, *tokens, sf)
 	}
 	sc, err := sf.config()
 	if err != nil {

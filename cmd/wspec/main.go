@@ -1,5 +1,5 @@
 // Command wspec runs decoder-only language models on any WebGPU adapter, with speculative
-// decoding. Subcommands: setup, generate, devices, selftest, convert, bench.
+// decoding. Subcommands: setup, generate, devices, selftest, convert, bench, serve.
 package main
 
 import (
@@ -22,6 +22,7 @@ var commands = []command{
 	{"selftest", "run the kernel portability suite on every adapter (or one)", runSelftest},
 	{"convert", "convert a llama2.c checkpoint into a Hugging Face folder", runConvert},
 	{"bench", "measure decode speed (and speculation) on an adapter", runBench},
+	{"serve", "serve the OpenAI API (completions, chat) with continuous batching", runServe},
 }
 
 func usage() {

@@ -89,6 +89,9 @@ type Options struct {
 	// OnStep, when set, is told about every step of the scheduler (metrics); it runs on the
 	// scheduler's goroutine and must not block.
 	OnStep func(sched.StepInfo)
+	// Pages, when > 0, is the number of KV cache pages (model.Options.Pages; default: enough
+	// for two full contexts). Fewer pages make requests queue, or be preempted, sooner.
+	Pages int
 }
 
 // Engine is a model on a device with its tokenizer and optional speculative method.
@@ -176,7 +179,7 @@ func Load(dir string, o Options) (*Engine, error) {
 	if ck != nil {
 		aux = ck.AuxLayers()
 	}
-	if e.target, err = model.New(e.dev, host, model.Options{Weights: wt, AuxLayers: aux, FirstRun: o.FirstRun}); err != nil {
+	if e.target, err = model.New(e.dev, host, model.Options{Weights: wt, AuxLayers: aux, Pages: o.Pages, FirstRun: o.FirstRun}); err != nil {
 		e.release()
 		return nil, err
 	}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/serve"
+)
+
+// runServe runs the OpenAI-compatible server until SIGTERM or SIGINT, then drains it (no new
+// requests; running ones finish within --shutdown-timeout, then are cancelled) and returns
+// nil: the exit status is 0.
+func runServe(args []string) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: .wspec/models/stories15M")
+	adapter := fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see `wspec devices`")
+	dtype := fs.String("dtype", "f32", "weight storage on the device: f32 or f16")
+	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every interface; then set --api-key)")
+	port := fs.Int("port", 8000, "port to listen on (0: any free port, printed when ready)")
+	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1 requests (default: $WSPEC_API_KEY)")
+	name := fs.String("served-model-name", "", "the model's name in the API (default: the model folder's name)")
+	chatTemplate := fs.String("chat-template", "", "Jinja chat template (a file, or the template) instead of the model's")
+	maxBody := fs.Int64("max-request-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted (larger: 413)")
+	drain := fs.Duration("shutdown-timeout", serve.DefaultDrainTimeout, "on SIGTERM, how long running requests may finish before they are cancelled")
+	pages := fs.Int("num-gpu-blocks-override", 0, "KV cache pages of 16 tokens (0: two full contexts); fewer make requests queue sooner")
+	sf := addSpecFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics).\n\nflags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (serve takes flags only)", fs.Arg(0))
+	}
+	sc, err := sf.config()
+	if err != nil {
+		return err
+	}
+	switch {
+	case *port < 0 || *port > 65535:
+		return fmt.Errorf("--port %d: want 0..65535", *port)
+	case *maxBody < 1:
+		return fmt.Errorf("--max-request-bytes %d: want at least 1", *maxBody)
+	case *drain < 0:
+		return fmt.Errorf("--shutdown-timeout %v: want 0 or more", *drain)
+	case *pages < 0:
+		return fmt.Errorf("--num-gpu-blocks-override %d: want 0 (default) or more", *pages)
+	}
+	if *apiKey == "" {
+		*apiKey = os.Getenv("WSPEC_API_KEY")
+	}
+	if *name == "" {
+		*name = engine.DefaultModel
+		if *modelDir != "" {
+			*name = filepath.Base(filepath.Clean(*modelDir))
+		}
+	}
+	// Listen first: a port in use is reported before the model loads.
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	k := 0
+	if sc != nil {
+		k = sc.NumSpeculativeTokens
+	}
+	metrics := serve.NewMetrics(*name, k)
+	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))
+	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc,
+		OnStep: metrics.OnStep, Pages: *pages})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	s, err := serve.New(e, serve.Config{ModelName: *name, APIKey: *apiKey, MaxBodyBytes: *maxBody, DrainTimeout: *drain,
+		ChatTemplate: *chatTemplate, Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	info := e.Info()
+	spec := "off"
+	if info.Method != "" {
+		spec = fmt.Sprintf("%s, k=%d", info.Method, info.K)
+	}
+	fmt.Fprintf(os.Stderr, "%s on %s, %s weights; speculation %s; chat template: %s\n", info.Dir, info.Adapter, info.DType, spec, s.ChatTemplateSource())
+	if ip := net.ParseIP(*host); *apiKey == "" && (ip == nil || !ip.IsLoopback()) {
+		fmt.Fprintf(os.Stderr, "warning: listening on %s without --api-key: anyone who reaches it can use it\n", *host)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(os.Stderr, "serving %q on http://%s (stop: SIGTERM or Ctrl-C)\n", *name, ln.Addr())
+	t0 := time.Now()
+	if err := s.Serve(ctx, ln); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "stopped after %v\n", time.Since(t0).Round(time.Second))
+	return nil
+}

@@ -1,0 +1,172 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/weights"
+)
+
+// errCancelled says a request's generations were cancelled: by its client leaving (then
+// nothing is sent) or by the server's drain running out of time (then a 503 is).
+var errCancelled = errors.New("cancelled")
+
+// choice is one generation of a request: prompt p's i-th choice, at index p*n+i.
+type choice struct {
+	index, prompt int
+	res           *engine.Result
+}
+
+// run generates every choice of rq concurrently (the engine batches them). onText gets each
+// choice's streamed text and onDone its result as it ends (both may be nil); calls for one
+// choice come from one goroutine, for different choices concurrently. It returns the
+// choices in index order, or the first error (the other choices are then cancelled), or
+// errCancelled when ctx ended them.
+func (s *Server) run(ctx context.Context, rq *request, onText func(c *choice, text string), onDone func(c *choice)) ([]*choice, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.hardStop, cancel) // the drain ran out of time
+	defer stop()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	out := make([]*choice, 0, len(rq.prompts)*rq.n)
+	for p, prompt := range rq.prompts {
+		for i := 0; i < rq.n; i++ {
+			c := &choice{index: p*rq.n + i, prompt: p}
+			out = append(out, c)
+			o := rq.opts
+			o.Choice = i
+			start, last := time.Now(), time.Time{}
+			o.OnText = func(text string) {
+				now := time.Now()
+				if !last.IsZero() {
+					s.metrics.itl.Observe(now.Sub(last).Seconds())
+				}
+				last = now
+				if onText != nil {
+					onText(c, text)
+				}
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := s.e.Generate(ctx, prompt, o)
+				if err == nil && res.Finish == spec.FinishCancelled {
+					err = errCancelled
+				}
+				if res != nil {
+					s.metrics.finished(res, time.Since(start))
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil || errors.Is(firstErr, errCancelled) {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				c.res = res
+				if onDone != nil {
+					onDone(c)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if firstErr != nil && !errors.Is(firstErr, errCancelled) {
+		return nil, engineError(firstErr)
+	}
+	return out, firstErr
+}
+
+// finishReason is OpenAI's finish_reason for an engine's: the context filling up is "length".
+func finishReason(f spec.FinishReason) string {
+	if f == spec.FinishContextFull {
+		return "length"
+	}
+	return string(f)
+}
+
+// tokenText is a token's text as a client sees it (a SentencePiece "▁" is a space) and its
+// bytes: a byte-fallback token "<0xE2>" is that byte (its text U+FFFD).
+func tokenText(tok *weights.Tokenizer, id int) (string, []int) {
+	var b []byte
+	if p := tok.Piece(id); len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' {
+		var v byte
+		for _, c := range p[3:5] {
+			v <<= 4
+			switch {
+			case c >= '0' && c <= '9':
+				v |= byte(c - '0')
+			case c >= 'A' && c <= 'F':
+				v |= byte(c - 'A' + 10)
+			case c >= 'a' && c <= 'f':
+				v |= byte(c - 'a' + 10)
+			}
+		}
+		b = []byte{v}
+	}
+	d := weights.NewStreamDecoder(tok)
+	text := d.Push(id) + d.Flush()
+	if b == nil {
+		b = []byte(text)
+	}
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	return text, ints
+}
+
+// chatLogprobsOf converts a result's logprobs to chat's (nil when none were asked for).
+func (s *Server) chatLogprobsOf(res *engine.Result, want bool) *chatLogprobs {
+	if !want {
+		return nil
+	}
+	lp := &chatLogprobs{Content: []chatTokenLogprob{}}
+	for _, t := range res.Logprobs {
+		text, b := tokenText(s.tok, t.Token)
+		e := chatTokenLogprob{Token: text, Logprob: t.Logprob, Bytes: b, TopLogprobs: []chatTopLogprob{}}
+		for _, top := range t.Top {
+			tt, tb := tokenText(s.tok, top.Token)
+			e.TopLogprobs = append(e.TopLogprobs, chatTopLogprob{Token: tt, Logprob: top.Logprob, Bytes: tb})
+		}
+		lp.Content = append(lp.Content, e)
+	}
+	return lp
+}
+
+// completionLogprobsOf converts a result's logprobs to the completions' parallel lists, with
+// text offsets into the generated text (nil when none were asked for).
+func (s *Server) completionLogprobsOf(res *engine.Result, want bool) *completionLogprobs {
+	if !want {
+		return nil
+	}
+	lp := &completionLogprobs{TextOffset: []int{}, TokenLogprobs: []float32{}, Tokens: []string{}, TopLogprobs: []map[string]float32{}}
+	off := 0
+	for _, t := range res.Logprobs {
+		text, _ := tokenText(s.tok, t.Token)
+		lp.TextOffset = append(lp.TextOffset, off)
+		off += len(text)
+		lp.Tokens = append(lp.Tokens, text)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, t.Logprob)
+		top := map[string]float32{}
+		for _, tl := range t.Top {
+			tt, _ := tokenText(s.tok, tl.Token)
+			if _, dup := top[tt]; !dup {
+				top[tt] = tl.Logprob
+			}
+		}
+		lp.TopLogprobs = append(lp.TopLogprobs, top)
+	}
+	return lp
+}

@@ -1,0 +1,212 @@
+// Package serve is wspec's OpenAI-compatible HTTP server: /v1/completions and
+// /v1/chat/completions (streamed as server-sent events or whole), /v1/models, /health and
+// /metrics, on one engine whose scheduler batches the requests (continuous batching) and
+// speculates for them. Every request a client can send is validated before it reaches the
+// engine; what is wrong with it comes back as a 400 with OpenAI's error object.
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log"
+	"net/http"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/weights"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes = 2 << 20
+	DefaultDrainTimeout = 30 * time.Second
+)
+
+// Config are a server's settings.
+type Config struct {
+	// ModelName is the model's name in requests and replies ("" is the model folder's name).
+	ModelName string
+	// APIKey, when set, is required of every /v1 request as "Authorization: Bearer <key>"
+	// (/health and /metrics stay open, as in vLLM).
+	APIKey string
+	// MaxBodyBytes bounds a request's body (0: DefaultMaxBodyBytes); a larger one gets a 413.
+	MaxBodyBytes int64
+	// DrainTimeout bounds how long Serve lets running requests finish once told to stop,
+	// before it cancels them (0: DefaultDrainTimeout).
+	DrainTimeout time.Duration
+	// ChatTemplate, when set, is a Jinja chat template (a file, or the template itself) used
+	// instead of the model's.
+	ChatTemplate string
+	// Metrics are the server's metrics (nil: made here, without the engine's step counters:
+	// pass a Metrics' OnStep to engine.Options to have them).
+	Metrics *Metrics
+}
+
+// Server serves one engine. See the package comment.
+type Server struct {
+	cfg     Config
+	e       *engine.Engine
+	tok     *weights.Tokenizer
+	name    string
+	dir     string
+	maxSeq  int
+	vocab   int
+	method  string // the engine's speculative method ("" without)
+	tpl     *chatTemplate
+	metrics *Metrics
+	created int64
+	keyHash [32]byte
+
+	draining atomic.Bool     // Serve was told to stop: new requests get a 503
+	hardStop context.Context // cancelled when the drain runs out of time
+	stopAll  context.CancelFunc
+}
+
+// New makes a server for e, reading the model's chat template.
+func New(e *engine.Engine, c Config) (*Server, error) {
+	info := e.Info()
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.ModelName == "" {
+		c.ModelName = filepath.Base(info.Dir)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(c.ModelName, info.K)
+	}
+	tok := e.Tokenizer()
+	s := &Server{cfg: c, e: e, tok: tok, name: c.ModelName, dir: info.Dir, maxSeq: info.Config.MaxSeq,
+		vocab: min(info.Config.Vocab, tok.VocabSize()), method: info.Method, metrics: c.Metrics,
+		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey))}
+	s.hardStop, s.stopAll = context.WithCancel(context.Background())
+	src, origin, err := loadChatTemplate(info.Dir, c.ChatTemplate)
+	if err != nil {
+		return nil, err
+	}
+	bos, eos := "", ""
+	if id := tok.BOS(); id >= 0 {
+		bos = tok.Piece(id)
+	}
+	if ids := tok.EOS(); len(ids) > 0 {
+		eos = tok.Piece(ids[0])
+	}
+	if s.tpl, err = newChatTemplate(src, origin, bos, eos, tok.AddBOS()); err != nil {
+		return nil, err
+	}
+	s.metrics.watch(e)
+	return s, nil
+}
+
+// ChatTemplateSource says where the chat template came from ("default" when the model has
+// none).
+func (s *Server) ChatTemplateSource() string { return s.tpl.source }
+
+// Name is the served model name.
+func (s *Server) Name() string { return s.name }
+
+// Handler is the server's HTTP handler (for tests, or to mount it elsewhere; Serve uses it).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/completions", method("POST", s.handleCompletions))
+	mux.HandleFunc("/v1/chat/completions", method("POST", s.handleChat))
+	mux.HandleFunc("/v1/models", method("GET", s.handleModels))
+	mux.HandleFunc("/v1/models/{id...}", method("GET", s.handleModel))
+	mux.HandleFunc("/health", method("GET", s.handleHealth))
+	mux.Handle("/metrics", s.metrics.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Code: codeNotFound,
+			Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+	return s.guard(mux)
+}
+
+// method answers requests of another method with a 405.
+func method(m string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m {
+			w.Header().Set("Allow", m)
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: codeMethodNotAllowd,
+				Message: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.Path, m)})
+			return
+		}
+		h(w, r)
+	}
+}
+
+var errShuttingDown = &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: codeShuttingDown,
+	Message: "the server is shutting down"}
+
+// guard wraps every request: a panic is a 500 (a last resort: requests are validated
+// first), /v1 requests need the API key when one is set, and none is taken while draining.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				log.Printf("serve: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, p, debug.Stack())
+				writeError(w, fmt.Errorf("panic: %v", p))
+			}
+		}()
+		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
+			if s.draining.Load() {
+				w.Header().Set("Connection", "close")
+				writeError(w, errShuttingDown)
+				return
+			}
+			if s.cfg.APIKey != "" && !s.authorized(r) {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: codeInvalidAPIKey,
+					Message: "a valid API key is required: Authorization: Bearer <key>"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorized checks the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	h := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(h[:], s.keyHash[:]) == 1
+}
+
+func (s *Server) card() modelCard {
+	return modelCard{ID: s.name, Object: "model", Created: s.created, OwnedBy: "wspec", Root: s.dir, MaxModelLen: s.maxSeq}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, modelList{Object: "list", Data: []modelCard{s.card()}})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.name {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Param: "model", Code: codeModelNotFound,
+			Message: fmt.Sprintf("the model `%s` does not exist", id)})
+		return
+	}
+	writeJSON(w, s.card())
+}
+
+// handleHealth is 200 (empty, as vLLM's) while the server takes requests, 503 once it drains.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeError(w, errShuttingDown)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,189 @@
+package serve
+
+import "encoding/json"
+
+// The request and reply bodies of the OpenAI API as wspec serves it. Optional request fields
+// are pointers: absent and null both mean the default. Decoding is strict (decode.go): a
+// field not listed here is an error, not silently ignored.
+
+// samplingFields are the generation settings chat and completions requests share.
+type samplingFields struct {
+	Model            string             `json:"model"`
+	MaxTokens        *int               `json:"max_tokens"`
+	Temperature      *float64           `json:"temperature"`
+	TopP             *float64           `json:"top_p"`
+	N                *int               `json:"n"`
+	Stream           bool               `json:"stream"`
+	StreamOptions    *streamOptions     `json:"stream_options"`
+	Stop             *stopField         `json:"stop"`
+	Seed             *int64             `json:"seed"`
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	User             string             `json:"user"` // accepted and ignored, as vLLM does
+	// vLLM's extensions.
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	// wspec's extension: per-request speculation.
+	Speculative *speculativeField `json:"speculative"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// speculativeField is the request's extension field "speculative": num_speculative_tokens
+// 0 turns speculation off for the request, k in 1..8 drafts at most k tokens a step (at most
+// the server's k); fixed drafts exactly that many every step instead of as far as they pay.
+type speculativeField struct {
+	NumSpeculativeTokens *int `json:"num_speculative_tokens"`
+	Fixed                bool `json:"fixed"`
+}
+
+// completionRequest is POST /v1/completions.
+type completionRequest struct {
+	samplingFields
+	Prompt   promptField `json:"prompt"`
+	Logprobs *int        `json:"logprobs"`
+	Echo     bool        `json:"echo"`    // only false
+	Suffix   *string     `json:"suffix"`  // only empty
+	BestOf   *int        `json:"best_of"` // only n (or 1)
+}
+
+// chatRequest is POST /v1/chat/completions.
+type chatRequest struct {
+	samplingFields
+	Messages            []chatMessage     `json:"messages"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Logprobs            bool              `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	ResponseFormat      *responseFormat   `json:"response_format"` // only {"type": "text"}
+	Tools               []json.RawMessage `json:"tools"`           // only none
+	ToolChoice          json.RawMessage   `json:"tool_choice"`     // only "none"
+	// OpenAI fields that change nothing in the output: accepted and ignored.
+	Store             json.RawMessage `json:"store"`
+	Metadata          json.RawMessage `json:"metadata"`
+	PromptCacheKey    json.RawMessage `json:"prompt_cache_key"`
+	SafetyIdentifier  json.RawMessage `json:"safety_identifier"`
+	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
+	ServiceTier       json.RawMessage `json:"service_tier"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+// chatMessage is one message of a chat; content is a string or an array of text parts.
+type chatMessage struct {
+	Role    string       `json:"role"`
+	Content contentField `json:"content"`
+	Name    string       `json:"name"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// completionReply is a completion, and (object "text_completion" too) each streamed chunk.
+type completionReply struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+type completionChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+// completionLogprobs are the legacy completions logprobs: parallel lists per token.
+type completionLogprobs struct {
+	TextOffset    []int                `json:"text_offset"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	Tokens        []string             `json:"tokens"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+}
+
+// chatReply is a chat completion.
+type chatReply struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"` // chat.completion
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usage        `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      chatOut       `json:"message"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+type chatOut struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// chatChunk is one streamed chat event (object chat.completion.chunk).
+type chatChunk struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []chatChunkChoice `json:"choices"`
+	Usage   *usage            `json:"usage,omitempty"`
+}
+
+type chatChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
+type chatTokenLogprob struct {
+	Token       string           `json:"token"`
+	Logprob     float32          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`
+	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
+}
+
+type chatTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// modelList is GET /v1/models.
+type modelList struct {
+	Object string      `json:"object"`
+	Data   []modelCard `json:"data"`
+}
+
+type modelCard struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root"`
+	MaxModelLen int    `json:"max_model_len"`
+}
