@@ -90,7 +90,7 @@ func (b *serveBench) run(modelDir, adapter, dtype string, tokens int, sc *spec.C
 		}
 	}
 	var drafts, accepted atomic.Int64
-	e, err := engine.Load(modelDir, engine.Options{Adapter: adapter, DType: dtype, Progress: loadBar(), Speculative: sc,
+	e, err := engine.Load(modelDir, engine.Options{Adapter: adapter, DType: dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc,
 		OnStep: func(st sched.StepInfo) { drafts.Add(int64(st.Drafts)); accepted.Add(int64(st.Accepted)) }})
 	if err != nil {
 		return err
