@@ -36,9 +36,11 @@ func TestMetricsMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	// Mid-stream: after a few events, drafts have been verified and the request holds pages.
+	// Mid-stream: after 12 events, drafts have been verified and the request holds pages. (The
+	// counters move when a step ends, after its tokens are sent: a step emits at most k+1 = 5
+	// tokens, so by event 12 a step after the first verify step has sent its tokens.)
 	buf := make([]byte, 1)
-	for lines := 0; lines < 6; {
+	for lines := 0; lines < 24; {
 		if _, err := resp.Body.Read(buf); err != nil {
 			t.Fatal(err)
 		}
