@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
@@ -135,15 +134,18 @@ func want(prompt []int, n int) []int {
 func runFake(t *testing.T, target *fakeTarget, meth spec.Method, reqs []*Request) []Result {
 	t.Helper()
 	s := New(target, meth, Options{StepTokens: 16})
-	go s.Run()
 	defer s.Close()
-	var wg sync.WaitGroup
-	got := make([]Result, len(reqs))
+	// every request is queued before the loop starts, so the first step sees the whole load
+	// on any machine, however the goroutines are scheduled
+	chans := make([]<-chan Result, len(reqs))
 	for i, r := range reqs {
-		wg.Add(1)
-		go func() { defer wg.Done(); got[i] = wait(t, s.Submit(r)) }()
+		chans[i] = s.Submit(r)
 	}
-	wg.Wait()
+	go s.Run()
+	got := make([]Result, len(reqs))
+	for i, c := range chans {
+		got[i] = wait(t, c)
+	}
 	s.Do(func() error {
 		if n := target.pool.InUse(); n != 0 {
 			t.Errorf("%d pages in use after all requests", n)
