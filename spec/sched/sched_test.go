@@ -152,13 +152,15 @@ func TestPreemption(t *testing.T) {
 		}
 		alone[i] = res.Tokens
 	}
-	var wg sync.WaitGroup
-	got := make([]Result, len(reqs))
+	// Submit does not block: the whole flood is queued at once, however goroutines run
+	chans := make([]<-chan Result, len(reqs))
 	for i, r := range reqs {
-		wg.Add(1)
-		go func() { defer wg.Done(); got[i] = wait(t, s.Submit(r)) }()
+		chans[i] = s.Submit(r)
 	}
-	wg.Wait()
+	got := make([]Result, len(reqs))
+	for i, c := range chans {
+		got[i] = wait(t, c)
+	}
 	preempted := 0
 	for i, res := range got {
 		if res.Err != nil {
