@@ -1,0 +1,199 @@
+package distill
+
+import (
+	"runtime"
+	"sync"
+)
+
+// The matrix multiply every forward and backward pass goes through: a BLIS-style blocked
+// float32 GEMM. Operands are packed into panels of mr rows (A) and nr columns (B) so that the
+// micro-kernel (kernel6x16: AVX2/FMA assembly on amd64 when the CPU has it, plain Go
+// otherwise) streams both from cache; a kc-deep slice of B stays in L2 while every mr-row
+// panel of A runs over it. The work is split over the cores along the larger of M and N.
+
+const (
+	mr = 6   // rows of a micro-tile
+	nr = 16  // columns of a micro-tile
+	kc = 256 // depth of one packed slice
+	nc = 768 // columns of B packed at once (kc*nc*4 = 768 KiB)
+)
+
+// Gemm computes C = op(A) op(B) (+ C when acc), with C [M, N] row-major (ldc = N), op(A)
+// [M, K] and op(B) [K, N]. A is stored [M, K], or [K, M] when ta; B is stored [K, N], or
+// [N, K] when tb. The three products of a linear layer y = x W^T, with x [M, K], W [N, K]
+// (the [out, in] layout) and gradients dy [M, N]:
+//
+//	forward    y  = x W^T       Gemm(false, true,  M, N, K, x, W, y, false)
+//	input      dx = dy W        Gemm(false, false, M, K, N, dy, W, dx, acc)
+//	weight     dW += dy^T x     Gemm(true,  false, N, K, M, dy, x, dW, true)
+func Gemm(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
+	if M == 0 || N == 0 {
+		return
+	}
+	if K == 0 {
+		if !acc {
+			clear(c[:M*N])
+		}
+		return
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if flops := M * N * K; flops < 1<<17 {
+		workers = 1
+	}
+	if workers == 1 {
+		gemmRange(ta, tb, M, N, K, a, b, c, acc, 0, M, 0, N)
+		return
+	}
+	var wg sync.WaitGroup
+	if M >= N {
+		step := (M + workers - 1) / workers
+		step = (step + mr - 1) / mr * mr
+		for lo := 0; lo < M; lo += step {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				gemmRange(ta, tb, M, N, K, a, b, c, acc, lo, hi, 0, N)
+			}(lo, min(lo+step, M))
+		}
+	} else {
+		step := (N + workers - 1) / workers
+		step = (step + nr - 1) / nr * nr
+		for lo := 0; lo < N; lo += step {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				gemmRange(ta, tb, M, N, K, a, b, c, acc, 0, M, lo, hi)
+			}(lo, min(lo+step, N))
+		}
+	}
+	wg.Wait()
+}
+
+// packBufs are one worker's packing buffers, reused through a pool.
+type packBufs struct {
+	a, b []float32
+	tile [mr * nr]float32
+}
+
+var packPool = sync.Pool{New: func() any {
+	return &packBufs{a: make([]float32, mr*kc*((kc+mr-1)/mr+1)), b: make([]float32, kc*nc)}
+}}
+
+// gemmRange computes the block rows m0..m1, columns n0..n1 of C.
+func gemmRange(ta, tb bool, M, N, K int, a, b, c []float32, acc bool, m0, m1, n0, n1 int) {
+	pb := packPool.Get().(*packBufs)
+	defer packPool.Put(pb)
+	const mc = 16 * mr // rows of A packed at once
+	if need := mc * kc; len(pb.a) < need {
+		pb.a = make([]float32, need)
+	}
+	for jc := n0; jc < n1; jc += nc {
+		nb := min(nc, n1-jc)
+		for pc := 0; pc < K; pc += kc {
+			kb := min(kc, K-pc)
+			packB(tb, N, K, b, pc, kb, jc, nb, pb.b)
+			first := pc == 0 && !acc
+			for ic := m0; ic < m1; ic += mc {
+				mb := min(mc, m1-ic)
+				packA(ta, M, K, a, ic, mb, pc, kb, pb.a)
+				for jr := 0; jr < nb; jr += nr {
+					bp := pb.b[jr*kb : (jr+nr)*kb]
+					cols := min(nr, nb-jr)
+					for ir := 0; ir < mb; ir += mr {
+						ap := pb.a[ir*kb : (ir+mr)*kb]
+						kernel6x16(kb, ap, bp, pb.tile[:])
+						rows := min(mr, mb-ir)
+						for i := range rows {
+							crow := c[(ic+ir+i)*N+jc+jr : (ic+ir+i)*N+jc+jr+cols]
+							t := pb.tile[i*nr : i*nr+cols]
+							if first {
+								copy(crow, t)
+							} else {
+								for j, v := range t {
+									crow[j] += v
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA copies op(A)[i0:i0+mb, p0:p0+kb] into panels of mr rows, each stored [kb][mr]
+// (rows past mb zero).
+func packA(ta bool, M, K int, a []float32, i0, mb, p0, kb int, dst []float32) {
+	for ir := 0; ir < mb; ir += mr {
+		panel := dst[ir*kb : (ir+mr)*kb]
+		rows := min(mr, mb-ir)
+		if ta { // A stored [K, M]: op(A)[i, p] = a[p*M + i]
+			for p := range kb {
+				src := a[(p0+p)*M+i0+ir:]
+				d := panel[p*mr : p*mr+mr]
+				copy(d[:rows], src[:rows])
+				clear(d[rows:])
+			}
+			continue
+		}
+		for i := range rows {
+			src := a[(i0+ir+i)*K+p0 : (i0+ir+i)*K+p0+kb]
+			for p, v := range src {
+				panel[p*mr+i] = v
+			}
+		}
+		for i := rows; i < mr; i++ {
+			for p := range kb {
+				panel[p*mr+i] = 0
+			}
+		}
+	}
+}
+
+// packB copies op(B)[p0:p0+kb, j0:j0+nb] into panels of nr columns, each stored [kb][nr]
+// (columns past nb zero).
+func packB(tb bool, N, K int, b []float32, p0, kb, j0, nb int, dst []float32) {
+	for jr := 0; jr < nb; jr += nr {
+		panel := dst[jr*kb : (jr+nr)*kb]
+		cols := min(nr, nb-jr)
+		if !tb { // B stored [K, N]
+			for p := range kb {
+				src := b[(p0+p)*N+j0+jr:]
+				d := panel[p*nr : p*nr+nr]
+				copy(d[:cols], src[:cols])
+				clear(d[cols:])
+			}
+			continue
+		}
+		for j := range cols { // B stored [N, K]: op(B)[p, j] = b[j*K + p]
+			src := b[(j0+jr+j)*K+p0 : (j0+jr+j)*K+p0+kb]
+			for p, v := range src {
+				panel[p*nr+j] = v
+			}
+		}
+		for j := cols; j < nr; j++ {
+			for p := range kb {
+				panel[p*nr+j] = 0
+			}
+		}
+	}
+}
+
+// kernel6x16Go is the portable micro-kernel: tile [mr][nr] = sum_p a[p][:] x b[p][:].
+func kernel6x16Go(k int, a, b, tile []float32) {
+	var acc [mr][nr]float32
+	for p := range k {
+		bp := b[p*nr : p*nr+nr : p*nr+nr]
+		ap := a[p*mr : p*mr+mr : p*mr+mr]
+		for i := range mr {
+			ai := ap[i]
+			r := &acc[i]
+			for j := range nr {
+				r[j] += ai * bp[j]
+			}
+		}
+	}
+	for i := range mr {
+		copy(tile[i*nr:], acc[i][:])
+	}
+}
