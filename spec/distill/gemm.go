@@ -197,3 +197,17 @@ func kernel6x16Go(k int, a, b, tile []float32) {
 		copy(tile[i*nr:], acc[i][:])
 	}
 }
+
+// gemmSerial is Gemm on the calling goroutine (for callers that parallelise themselves).
+func gemmSerial(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
+	if M == 0 || N == 0 {
+		return
+	}
+	if K == 0 {
+		if !acc {
+			clear(c[:M*N])
+		}
+		return
+	}
+	gemmRange(ta, tb, M, N, K, a, b, c, acc, 0, M, 0, N)
+}
