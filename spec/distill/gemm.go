@@ -27,6 +27,44 @@ const (
 //	input      dx = dy W        Gemm(false, false, M, K, N, dy, W, dx, acc)
 //	weight     dW += dy^T x     Gemm(true,  false, N, K, M, dy, x, dW, true)
 func Gemm(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
+	gemm(ta, M, N, K, a, bSource{tb: tb, b: b}, c, acc, true)
+}
+
+// Packed is a weight matrix packed once into Gemm's panel layout, for a matrix that many
+// products read unchanged (the frozen target's weights): op(B) [K, N] cut into kc-deep
+// slices, each slice a run of [kb][nr] panels covering all N columns (zero-padded).
+type Packed struct {
+	N, K int
+	npad int // N rounded up to nr
+	data []float32
+}
+
+// PackWeight packs a weight w [N, K] (the [out, in] layout) for GemmPacked, which then
+// computes x w^T as Gemm(false, true, ...) would.
+func PackWeight(w []float32, N, K int) *Packed {
+	p := &Packed{N: N, K: K, npad: (N + nr - 1) / nr * nr}
+	p.data = make([]float32, p.npad*K)
+	for pc := 0; pc < K; pc += kc {
+		kb := min(kc, K-pc)
+		packB(true, N, K, w, pc, kb, 0, N, p.data[pc*p.npad:])
+	}
+	return p
+}
+
+// GemmPacked is Gemm(false, true, M, p.N, p.K, a, w, c, acc) for the w that p packs.
+func GemmPacked(M int, a []float32, p *Packed, c []float32, acc bool) {
+	gemm(false, M, p.N, p.K, a, bSource{packed: p}, c, acc, true)
+}
+
+// bSource is the B operand: a matrix to pack as the product goes, or one packed already.
+type bSource struct {
+	tb     bool
+	b      []float32
+	packed *Packed
+}
+
+// gemm splits the product over the cores (when parallel and it is worth it).
+func gemm(ta bool, M, N, K int, a []float32, b bSource, c []float32, acc, parallel bool) {
 	if M == 0 || N == 0 {
 		return
 	}
@@ -37,11 +75,11 @@ func Gemm(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
 		return
 	}
 	workers := runtime.GOMAXPROCS(0)
-	if flops := M * N * K; flops < 1<<17 {
+	if flops := M * N * K; flops < 1<<17 || !parallel {
 		workers = 1
 	}
 	if workers == 1 {
-		gemmRange(ta, tb, M, N, K, a, b, c, acc, 0, M, 0, N)
+		gemmRange(ta, M, N, K, a, b, c, acc, 0, M, 0, N)
 		return
 	}
 	var wg sync.WaitGroup
@@ -52,7 +90,7 @@ func Gemm(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
 			wg.Add(1)
 			go func(lo, hi int) {
 				defer wg.Done()
-				gemmRange(ta, tb, M, N, K, a, b, c, acc, lo, hi, 0, N)
+				gemmRange(ta, M, N, K, a, b, c, acc, lo, hi, 0, N)
 			}(lo, min(lo+step, M))
 		}
 	} else {
@@ -62,7 +100,7 @@ func Gemm(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
 			wg.Add(1)
 			go func(lo, hi int) {
 				defer wg.Done()
-				gemmRange(ta, tb, M, N, K, a, b, c, acc, 0, M, lo, hi)
+				gemmRange(ta, M, N, K, a, b, c, acc, 0, M, lo, hi)
 			}(lo, min(lo+step, N))
 		}
 	}
@@ -76,28 +114,30 @@ type packBufs struct {
 }
 
 var packPool = sync.Pool{New: func() any {
-	return &packBufs{a: make([]float32, mr*kc*((kc+mr-1)/mr+1)), b: make([]float32, kc*nc)}
+	return &packBufs{a: make([]float32, 16*mr*kc), b: make([]float32, kc*nc)}
 }}
 
 // gemmRange computes the block rows m0..m1, columns n0..n1 of C.
-func gemmRange(ta, tb bool, M, N, K int, a, b, c []float32, acc bool, m0, m1, n0, n1 int) {
+func gemmRange(ta bool, M, N, K int, a []float32, b bSource, c []float32, acc bool, m0, m1, n0, n1 int) {
 	pb := packPool.Get().(*packBufs)
 	defer packPool.Put(pb)
 	const mc = 16 * mr // rows of A packed at once
-	if need := mc * kc; len(pb.a) < need {
-		pb.a = make([]float32, need)
-	}
 	for jc := n0; jc < n1; jc += nc {
 		nb := min(nc, n1-jc)
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
-			packB(tb, N, K, b, pc, kb, jc, nb, pb.b)
+			bpan := pb.b
+			if b.packed != nil {
+				bpan = b.packed.data[pc*b.packed.npad+jc*kb:]
+			} else {
+				packB(b.tb, N, K, b.b, pc, kb, jc, nb, pb.b)
+			}
 			first := pc == 0 && !acc
 			for ic := m0; ic < m1; ic += mc {
 				mb := min(mc, m1-ic)
 				packA(ta, M, K, a, ic, mb, pc, kb, pb.a)
 				for jr := 0; jr < nb; jr += nr {
-					bp := pb.b[jr*kb : (jr+nr)*kb]
+					bp := bpan[jr*kb : (jr+nr)*kb]
 					cols := min(nr, nb-jr)
 					for ir := 0; ir < mb; ir += mr {
 						ap := pb.a[ir*kb : (ir+mr)*kb]
@@ -165,16 +205,14 @@ func packB(tb bool, N, K int, b []float32, p0, kb, j0, nb int, dst []float32) {
 			}
 			continue
 		}
-		for j := range cols { // B stored [N, K]: op(B)[p, j] = b[j*K + p]
-			src := b[(j0+jr+j)*K+p0 : (j0+jr+j)*K+p0+kb]
-			for p, v := range src {
-				panel[p*nr+j] = v
+		// B stored [N, K]: op(B)[p, j] = b[j*K + p]; walk the panel's rows in order,
+		// reading the nr source rows side by side.
+		for p := range kb {
+			d := panel[p*nr : p*nr+nr]
+			for j := range cols {
+				d[j] = b[(j0+jr+j)*K+p0+p]
 			}
-		}
-		for j := cols; j < nr; j++ {
-			for p := range kb {
-				panel[p*nr+j] = 0
-			}
+			clear(d[cols:])
 		}
 	}
 }
@@ -200,14 +238,5 @@ func kernel6x16Go(k int, a, b, tile []float32) {
 
 // gemmSerial is Gemm on the calling goroutine (for callers that parallelise themselves).
 func gemmSerial(ta, tb bool, M, N, K int, a, b, c []float32, acc bool) {
-	if M == 0 || N == 0 {
-		return
-	}
-	if K == 0 {
-		if !acc {
-			clear(c[:M*N])
-		}
-		return
-	}
-	gemmRange(ta, tb, M, N, K, a, b, c, acc, 0, M, 0, N)
+	gemm(ta, M, N, K, a, bSource{tb: tb, b: b}, c, acc, false)
 }

@@ -87,3 +87,19 @@ func BenchmarkGemmLMHeadGo(b *testing.B) {
 	defer func() { useAVX2 = saved }()
 	benchGemm(b, 256, 32000, 288, false, true)
 }
+
+func TestGemmPacked(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	for _, s := range [][3]int{{1, 33, 7}, {13, 40, 300}, {70, 800, 520}} {
+		M, N, K := s[0], s[1], s[2]
+		x, w := randVec(rng, M*K), randVec(rng, N*K)
+		want, got := make([]float32, M*N), randVec(rng, M*N)
+		Gemm(false, true, M, N, K, x, w, want, false)
+		GemmPacked(M, x, PackWeight(w, N, K), got, false)
+		for i := range want {
+			if math.Abs(float64(want[i]-got[i])) > 1e-5*math.Sqrt(float64(K)) {
+				t.Fatalf("%v: c[%d] = %v, want %v", s, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -14,9 +14,12 @@ import (
 type Llama struct {
 	W    *weights.LlamaWeights
 	Cfg  weights.Config
-	qkv  [][]float32 // per layer [q+2kv, dim]: q_proj, k_proj, v_proj stacked
+	qkv  []*Packed   // per layer [q+2kv, dim]: q_proj, k_proj, v_proj stacked
 	bqkv [][]float32 // per layer [q+2kv] or nil
-	w13  [][]float32 // per layer [2*hidden, dim]: gate_proj then up_proj
+	wo   []*Packed   // per layer o_proj
+	w13  []*Packed   // per layer [2*hidden, dim]: gate_proj then up_proj
+	w2   []*Packed   // per layer down_proj
+	head *Packed     // the LM head
 	rope *ropeTable
 }
 
@@ -36,14 +39,18 @@ func NewLlama(w *weights.LlamaWeights, maxPos int) (*Llama, error) {
 	}
 	m := &Llama{W: w, Cfg: c, rope: newRopeTable(c.HeadDim, maxPos, c.RopeTheta)}
 	for _, ly := range w.Layers {
-		m.qkv = append(m.qkv, slices.Concat(ly.Wq, ly.Wk, ly.Wv))
+		q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+		m.qkv = append(m.qkv, PackWeight(slices.Concat(ly.Wq, ly.Wk, ly.Wv), q+2*kv, c.Dim))
+		m.wo = append(m.wo, PackWeight(ly.Wo, c.Dim, q))
+		m.w2 = append(m.w2, PackWeight(ly.WDown, c.Dim, c.HiddenDim))
 		if ly.Bq != nil {
 			m.bqkv = append(m.bqkv, slices.Concat(ly.Bq, ly.Bk, ly.Bv))
 		} else {
 			m.bqkv = append(m.bqkv, nil)
 		}
-		m.w13 = append(m.w13, slices.Concat(ly.WGate, ly.WUp))
+		m.w13 = append(m.w13, PackWeight(slices.Concat(ly.WGate, ly.WUp), 2*c.HiddenDim, c.Dim))
 	}
+	m.head = PackWeight(w.LMHead, c.Vocab, c.Dim)
 	return m, nil
 }
 
@@ -125,7 +132,8 @@ func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error
 			}
 		}
 		rmsNorm(h, x, ly.AttnNorm, nil, M, dim, c.RMSEps)
-		linear(qkv, h, m.qkv[l], m.bqkv[l], M, 3*q, dim)
+		GemmPacked(M, h, m.qkv[l], qkv, false)
+		addBias(qkv, m.bqkv[l], M)
 		for r := range M {
 			copy(qb[r*q:], qkv[r*3*q:r*3*q+q])
 			copy(kb[r*q:], qkv[r*3*q+q:r*3*q+2*q])
@@ -139,15 +147,15 @@ func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error
 			kc.v[l] = append(kc.v[l][:pos[r]*q], vb[r*q:(r+1)*q]...)
 		}
 		cachedAttention(att, qb, rows, pos, l, nH, hd)
-		Gemm(false, true, M, dim, q, att, ly.Wo, x, true)
+		GemmPacked(M, att, m.wo[l], x, true)
 		rmsNorm(h, x, ly.FFNNorm, nil, M, dim, c.RMSEps)
-		linear(gu, h, m.w13[l], nil, M, 2*c.HiddenDim, dim)
+		GemmPacked(M, h, m.w13[l], gu, false)
 		for r := range M {
 			copy(g[r*c.HiddenDim:], gu[r*2*c.HiddenDim:r*2*c.HiddenDim+c.HiddenDim])
 			copy(u[r*c.HiddenDim:], gu[r*2*c.HiddenDim+c.HiddenDim:(r+1)*2*c.HiddenDim])
 		}
 		swiglu(act, g, u)
-		Gemm(false, true, M, dim, c.HiddenDim, act, ly.WDown, x, true)
+		GemmPacked(M, act, m.w2[l], x, true)
 	}
 	for r, row := range rows {
 		row.Cache.n = max(row.Cache.n, pos[r]+1)
@@ -156,7 +164,7 @@ func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error
 	if wantLogits {
 		rmsNorm(h, x, m.W.Norm, nil, M, dim, c.RMSEps)
 		out.Logits = make([]float32, M*c.Vocab)
-		linear(out.Logits, h, m.W.LMHead, nil, M, c.Vocab, dim)
+		GemmPacked(M, h, m.head, out.Logits, false)
 	}
 	return out, nil
 }

@@ -93,12 +93,19 @@ func axpy(a float32, x, y []float32) {
 // linear is y = x w^T (+ b) for x [M, K], w [N, K], b [N] or nil, y [M, N].
 func linear(y, x, w, b []float32, M, N, K int) {
 	Gemm(false, true, M, N, K, x, w, y, false)
-	if b != nil {
-		for m := range M {
-			row := y[m*N : (m+1)*N]
-			for n, v := range b {
-				row[n] += v
-			}
+	addBias(y, b, M)
+}
+
+// addBias adds b [N] (nil: nothing) to every row of y [M, N].
+func addBias(y, b []float32, M int) {
+	if b == nil {
+		return
+	}
+	N := len(b)
+	for m := range M {
+		row := y[m*N : (m+1)*N]
+		for n, v := range b {
+			row[n] += v
 		}
 	}
 }
