@@ -176,6 +176,19 @@ func packA(ta bool, M, K int, a []float32, i0, mb, p0, kb int, dst []float32) {
 			}
 			continue
 		}
+		if rows == mr { // six source rows side by side, the panel written in order
+			r0 := a[(i0+ir)*K+p0 : (i0+ir)*K+p0+kb]
+			r1 := a[(i0+ir+1)*K+p0 : (i0+ir+1)*K+p0+kb]
+			r2 := a[(i0+ir+2)*K+p0 : (i0+ir+2)*K+p0+kb]
+			r3 := a[(i0+ir+3)*K+p0 : (i0+ir+3)*K+p0+kb]
+			r4 := a[(i0+ir+4)*K+p0 : (i0+ir+4)*K+p0+kb]
+			r5 := a[(i0+ir+5)*K+p0 : (i0+ir+5)*K+p0+kb]
+			for p := range kb {
+				d := panel[p*mr : p*mr+mr : p*mr+mr]
+				d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+			}
+			continue
+		}
 		for i := range rows {
 			src := a[(i0+ir+i)*K+p0 : (i0+ir+i)*K+p0+kb]
 			for p, v := range src {

@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -117,3 +118,7 @@ func TestTopK(t *testing.T) {
 		t.Fatalf("topK probs %v", probs)
 	}
 }
+
+func newRng(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
+
+func fmt4(v []int) string { return fmt.Sprint(v) }
