@@ -1,5 +1,5 @@
 // Command wspec runs decoder-only language models on any WebGPU adapter, with speculative
-// decoding. Subcommands: generate, devices, selftest, convert, bench.
+// decoding. Subcommands: generate, devices, selftest, convert, bench, distill.
 package main
 
 import (
@@ -18,6 +18,7 @@ var commands = []command{
 	{"selftest", "run the kernel portability suite on every adapter (or one)", runSelftest},
 	{"convert", "convert a llama2.c checkpoint into a Hugging Face folder", runConvert},
 	{"bench", "measure decode speed (and speculation) on an adapter", runBench},
+	{"distill", "train drafters for a model by self-distillation on the CPU", runDistill},
 }
 
 func usage() {
