@@ -14,8 +14,8 @@ import (
 const (
 	mr = 6   // rows of a micro-tile
 	nr = 16  // columns of a micro-tile
-	kc = 256 // depth of one packed slice
-	nc = 768 // columns of B packed at once (kc*nc*4 = 768 KiB)
+	kc = 320 // most depth of one packed slice (kcFor balances the slices)
+	nc = 768 // columns of B packed at once (kc*nc*4 = 960 KiB)
 )
 
 // Gemm computes C = op(A) op(B) (+ C when acc), with C [M, N] row-major (ldc = N), op(A)
@@ -44,8 +44,9 @@ type Packed struct {
 func PackWeight(w []float32, N, K int) *Packed {
 	p := &Packed{N: N, K: K, npad: (N + nr - 1) / nr * nr}
 	p.data = make([]float32, p.npad*K)
-	for pc := 0; pc < K; pc += kc {
-		kb := min(kc, K-pc)
+	kcb := kcFor(K)
+	for pc := 0; pc < K; pc += kcb {
+		kb := min(kcb, K-pc)
 		packB(true, N, K, w, pc, kb, 0, N, p.data[pc*p.npad:])
 	}
 	return p
@@ -107,6 +108,13 @@ func gemm(ta bool, M, N, K int, a []float32, b bSource, c []float32, acc, parall
 	wg.Wait()
 }
 
+// kcFor is the depth of the packed slices for a product of depth K: K cut into equal
+// slices of at most kc (a short last slice would cost a whole pass of tile updates).
+func kcFor(K int) int {
+	n := (K + kc - 1) / kc
+	return (K + n - 1) / n
+}
+
 // packBufs are one worker's packing buffers, reused through a pool.
 type packBufs struct {
 	a, b []float32
@@ -122,10 +130,11 @@ func gemmRange(ta bool, M, N, K int, a []float32, b bSource, c []float32, acc bo
 	pb := packPool.Get().(*packBufs)
 	defer packPool.Put(pb)
 	const mc = 16 * mr // rows of A packed at once
+	kcb := kcFor(K)
 	for jc := n0; jc < n1; jc += nc {
 		nb := min(nc, n1-jc)
-		for pc := 0; pc < K; pc += kc {
-			kb := min(kc, K-pc)
+		for pc := 0; pc < K; pc += kcb {
+			kb := min(kcb, K-pc)
 			bpan := pb.b
 			if b.packed != nil {
 				bpan = b.packed.data[pc*b.packed.npad+jc*kb:]
@@ -141,8 +150,11 @@ func gemmRange(ta bool, M, N, K int, a []float32, b bSource, c []float32, acc bo
 					cols := min(nr, nb-jr)
 					for ir := 0; ir < mb; ir += mr {
 						ap := pb.a[ir*kb : (ir+mr)*kb]
-						kernel6x16(kb, ap, bp, pb.tile[:])
 						rows := min(mr, mb-ir)
+						if rows == mr && cols == nr && kernelFull(kb, ap, bp, c[(ic+ir)*N+jc+jr:], N, !first) {
+							continue
+						}
+						kernel6x16(kb, ap, bp, pb.tile[:])
 						for i := range rows {
 							crow := c[(ic+ir+i)*N+jc+jr : (ic+ir+i)*N+jc+jr+cols]
 							t := pb.tile[i*nr : i*nr+cols]
@@ -170,7 +182,12 @@ func packA(ta bool, M, K int, a []float32, i0, mb, p0, kb int, dst []float32) {
 		if ta { // A stored [K, M]: op(A)[i, p] = a[p*M + i]
 			for p := range kb {
 				src := a[(p0+p)*M+i0+ir:]
-				d := panel[p*mr : p*mr+mr]
+				d := panel[p*mr : p*mr+mr : p*mr+mr]
+				if rows == mr {
+					src = src[:mr:mr]
+					d[0], d[1], d[2], d[3], d[4], d[5] = src[0], src[1], src[2], src[3], src[4], src[5]
+					continue
+				}
 				copy(d[:rows], src[:rows])
 				clear(d[rows:])
 			}

@@ -103,3 +103,21 @@ func TestGemmPacked(t *testing.T) {
 		}
 	}
 }
+
+func TestDotAxpy(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	for _, n := range []int{3, 8, 48, 50} {
+		a, b := randVec(rng, n), randVec(rng, n)
+		if d := math.Abs(float64(dot(a, b) - dotGo(a, b))); d > 1e-5*float64(n) {
+			t.Fatalf("dot of %d: %v, want %v", n, dot(a, b), dotGo(a, b))
+		}
+		y1, y2 := append([]float32(nil), b...), append([]float32(nil), b...)
+		axpy(0.7, a, y1)
+		axpyGo(0.7, a, y2)
+		for i := range y1 {
+			if math.Abs(float64(y1[i]-y2[i])) > 1e-6 {
+				t.Fatalf("axpy of %d: y[%d] = %v, want %v", n, i, y1[i], y2[i])
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"embed"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"slices"
@@ -48,7 +49,7 @@ func Prompts(name string) ([]string, error) {
 // GenOptions say what Generate produces from each prompt.
 type GenOptions struct {
 	Greedy      int     // greedy sequences per prompt (more than one repeats the same)
-	Sampled     int     // sequences sampled at Temperature / TopP
+	Sampled     int     // sequences sampled at Temperature / TopP (within the top K)
 	Mixed       int     // sequences sampled for 1..32 tokens, then greedy
 	Temperature float32 // default 0.8
 	TopP        float32 // default 0.9
@@ -150,7 +151,6 @@ func Generate(t *Llama, id weights.TargetID, prompts [][]int, o GenOptions) (*Da
 		}
 		parallelFor(len(active), 1, func(lo, hi int) {
 			ids, probs := make([]int32, K), make([]float32, K)
-			scratch := make([]float32, c.Vocab)
 			for i := lo; i < hi; i++ {
 				s, j := active[i], &jobs[active[i].job]
 				for _, v := range out.Hidden[i*dim : (i+1)*dim] {
@@ -176,7 +176,7 @@ func Generate(t *Llama, id weights.TargetID, prompts [][]int, o GenOptions) (*Da
 				}
 				s.next = argmax
 				if j.kind == GenSampled || (j.kind == GenMixed && n-len(j.prompt) < j.mixed) {
-					s.next = sampleTopP(logits, o.Temperature, o.TopP, s.rng, scratch)
+					s.next = sampleTop(ids, probs, o.Temperature, o.TopP, s.rng)
 				}
 			}
 		})
@@ -213,26 +213,31 @@ func Generate(t *Llama, id weights.TargetID, prompts [][]int, o GenOptions) (*Da
 	return d, nil
 }
 
-// sampleTopP draws a token from softmax(logits / temp) cut to its top-p nucleus (within the
-// 64 most likely tokens). scratch has the vocabulary's size.
-func sampleTopP(logits []float32, temp, topP float32, rng *rand.Rand, scratch []float32) int {
-	for i, v := range logits {
-		scratch[i] = v / temp
+// sampleTop draws a token from the target's distribution at temperature temp cut to its
+// top-p nucleus, computed from its top-K probabilities at temperature 1 (ids, probs, most
+// likely first): p^(1/temp) renormalised over the K. The nucleus of a peaked distribution
+// lies well inside the top 32; the mass beyond them is left out.
+func sampleTop(ids []int32, probs []float32, temp, topP float32, rng *rand.Rand) int {
+	var q [64]float32
+	n := min(len(ids), len(q))
+	var sum float32
+	for i := range n {
+		if probs[i] > 0 {
+			q[i] = float32(math.Pow(float64(probs[i]), float64(1/temp)))
+		}
+		sum += q[i]
 	}
-	var ids [64]int32
-	var probs [64]float32
-	topK(scratch, ids[:], probs[:])
-	n, cum := 0, float32(0)
-	for n < len(probs) && cum < topP {
-		cum += probs[n]
-		n++
+	m, cum := 0, float32(0)
+	for m < n && cum < topP*sum {
+		cum += q[m]
+		m++
 	}
 	u := rng.Float32() * cum
-	for i := range n {
-		u -= probs[i]
+	for i := range m {
+		u -= q[i]
 		if u <= 0 {
 			return int(ids[i])
 		}
 	}
-	return int(ids[n-1])
+	return int(ids[m-1])
 }

@@ -17,21 +17,19 @@ func softCE(z []float32, ids []int32, probs []float32, scale float32) float64 {
 	for i, id := range ids {
 		pz += float64(probs[i]) * float64(z[id])
 	}
-	var s0, s1 float32
-	n := len(z)
-	i := 0
-	for ; i+2 <= n; i += 2 {
-		e0, e1 := expf(z[i]-mx), expf(z[i+1]-mx)
-		z[i], z[i+1] = e0, e1
-		s0 += e0
-		s1 += e1
-	}
-	for ; i < n; i++ {
-		e := expf(z[i] - mx)
+	// Logits more than 20 below the largest get probability 0 (under e^-20 of the top
+	// one's): no exponential to compute for most of a peaked row.
+	floor := mx - 20
+	var sum float32
+	for i, v := range z {
+		if v < floor {
+			z[i] = 0
+			continue
+		}
+		e := expf(v - mx)
 		z[i] = e
-		s0 += e
+		sum += e
 	}
-	sum := s0 + s1
 	lse := float64(mx) + math.Log(float64(sum))
 	inv := scale / sum
 	for i := range z {
@@ -73,16 +71,21 @@ func softCERows(logits []float32, rows, V int, t []teacher) float64 {
 }
 
 // topK writes the k most likely entries of softmax(z) for a logits row z [V] into ids and
-// probs (most likely first) and returns the argmax.
+// probs (most likely first) and returns the argmax. Logits more than 20 below the largest
+// (probability under e^-20 of the top one's) are left out of the sum and the selection.
 func topK(z []float32, ids []int32, probs []float32) int {
 	k := len(ids)
 	mx := z[0]
-	for _, v := range z {
-		mx = max(mx, v)
-	}
-	var sum float32
-	n := 0 // entries held, sorted descending by logit in probs (as logits for now)
+	var sum float32 // sum of exp(v - mx) over the logits seen above mx - 20 (online softmax)
+	n := 0          // entries held, sorted descending by logit in probs (as logits for now)
 	for i, v := range z {
+		if v < mx-20 {
+			continue
+		}
+		if v > mx {
+			sum *= expf(mx - v)
+			mx = v
+		}
 		sum += expf(v - mx)
 		if n == k && v <= probs[k-1] {
 			continue

@@ -64,8 +64,8 @@ func expf(x float32) float32 {
 // sigmoid is 1 / (1 + e^-x).
 func sigmoid(x float32) float32 { return 1 / (1 + expf(-x)) }
 
-// dot is sum a[i] b[i] with four partial sums.
-func dot(a, b []float32) float32 {
+// dotGo is sum a[i] b[i] with four partial sums (dot's portable form).
+func dotGo(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s0, s1, s2, s3 float32
@@ -82,8 +82,8 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// axpy is y += a x.
-func axpy(a float32, x, y []float32) {
+// axpyGo is y += a x (axpy's portable form).
+func axpyGo(a float32, x, y []float32) {
 	y = y[:len(x)]
 	for i, v := range x {
 		y[i] += a * v
