@@ -31,6 +31,7 @@ func runDistillTrain(args []string) error {
 	warm := fs.Bool("warm-start", true, "eagle3: start the layer from the target's last layer")
 	noise := fs.Float64("noise", 0.1, "eagle: uniform noise on the input features, U(-a, a)")
 	heads := fs.Int("heads", 4, "medusa: heads")
+	tv := fs.Int("train-vocab", 8192, "eagle/medusa: LM-head rows (most probable tokens) the soft cross-entropy is taken over; 0: all")
 	layers := fs.Int("layers", 2, "draft_model: layers")
 	dim := fs.Int("dim", 128, "draft_model: hidden size")
 	ffn := fs.Int("ffn", 384, "draft_model: intermediate size")
@@ -60,16 +61,16 @@ func runDistillTrain(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "draft vocabulary of %d covers %.2f%% of the data's next tokens\n", *vd, 100*e.Coverage)
+		fmt.Fprintf(os.Stderr, "draft vocabulary of %d holds %.2f%% of the target's next-token probability mass\n", *vd, 100*e.Coverage)
 		tr, save = e, func() error { return distill.SaveEagle(*out, e.Export(), t.ID) }
 	case "eagle":
-		e, err := distill.NewEagle1(t.W, d, distill.Eagle1Options{Noise: *noise, Seed: *seed})
+		e, err := distill.NewEagle1(t.W, d, distill.Eagle1Options{Noise: *noise, Vocab: *tv, Seed: *seed})
 		if err != nil {
 			return err
 		}
 		tr, save = e, func() error { return distill.SaveEagle(*out, e.Export(), t.ID) }
 	case "medusa":
-		m, err := distill.NewMedusa(t.W, d, distill.MedusaOptions{Heads: *heads})
+		m, err := distill.NewMedusa(t.W, d, distill.MedusaOptions{Heads: *heads, Vocab: *tv})
 		if err != nil {
 			return err
 		}

@@ -172,19 +172,11 @@ func (m *DraftModel) Export() *weights.LlamaWeights {
 // pcaProject returns e [V, H] projected onto the D eigenvectors of e^T e with the largest
 // eigenvalues ([V, D]): the D-dimensional embedding whose dot products best keep e's.
 func pcaProject(e []float32, V, H, D int) []float32 {
+	cov32 := make([]float32, H*H)
+	Gemm(true, false, H, H, V, e, e, cov32, false)
 	cov := make([]float64, H*H)
-	for v := range V {
-		row := e[v*H : (v+1)*H]
-		for i, a := range row {
-			for j := i; j < H; j++ {
-				cov[i*H+j] += float64(a) * float64(row[j])
-			}
-		}
-	}
-	for i := range H {
-		for j := range i {
-			cov[i*H+j] = cov[j*H+i]
-		}
+	for i, v := range cov32 {
+		cov[i] = float64(v)
 	}
 	vals, vecs := jacobiEigen(cov, H)
 	order := make([]int, H)
@@ -192,18 +184,14 @@ func pcaProject(e []float32, V, H, D int) []float32 {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return -cmpF(vals[a], vals[b]) })
-	out := make([]float32, V*D)
-	for v := range V {
-		row := e[v*H : (v+1)*H]
-		for k := range D {
-			c := order[k]
-			var s float64
-			for i, a := range row {
-				s += float64(a) * vecs[i*H+c]
-			}
-			out[v*D+k] = float32(s)
+	proj := make([]float32, D*H) // [D, H]: the top eigenvectors as rows
+	for k := range D {
+		for i := range H {
+			proj[k*H+i] = float32(vecs[i*H+order[k]])
 		}
 	}
+	out := make([]float32, V*D)
+	Gemm(false, true, V, D, H, e, proj, out, false)
 	return out
 }
 

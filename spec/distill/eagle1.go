@@ -11,6 +11,7 @@ import (
 type Eagle1Options struct {
 	Hidden int     // the layer's intermediate size (default the target's)
 	Noise  float64 // uniform noise U(-Noise, Noise) on the input features (EAGLE: 0.1)
+	Vocab  int     // rows of the LM head the soft cross-entropy is taken over (0: all; see trainVocab)
 	Seed   int64
 }
 
@@ -18,8 +19,8 @@ type Eagle1Options struct {
 // target's last hidden state after its final norm, through fc (with bias) and one decoder
 // layer without input norm, attending causally to the rows before it; its output o_t
 // regresses f_{t+1} (SmoothL1) and, through the target's frozen LM head, matches the
-// target's distribution at t+1 (soft cross-entropy): loss = vloss + 0.1 ploss, both
-// averaged over the rows. Noise goes on the input features only.
+// target's distribution at t+1 (soft cross-entropy, over the training vocabulary): loss =
+// vloss + 0.1 ploss, both averaged over the rows. Noise goes on the input features only.
 type Eagle1 struct {
 	o      Eagle1Options
 	target *weights.LlamaWeights
@@ -28,7 +29,7 @@ type Eagle1 struct {
 	FC     *Param // [H, 2H]
 	FCBias *Param // [H]
 	L      *layer // in = H
-	head   *Packed
+	vocab  *trainVocab
 	rng    *rand.Rand
 }
 
@@ -56,7 +57,7 @@ func NewEagle1(t *weights.LlamaWeights, d *Dataset, o Eagle1Options) (*Eagle1, e
 	e.FCBias = newParam("fc.bias", false, H)
 	rope := newRopeTable(c.HeadDim, c.MaxSeq+16, c.RopeTheta)
 	e.L = newLayer("layers.0.", H, o.Hidden, H, c.NHeads, c.RMSEps, rope, rng)
-	e.head = PackWeight(t.LMHead, c.Vocab, H)
+	e.vocab = newTrainVocab(t.LMHead, c.Vocab, H, TokenMass(d, c.Vocab), o.Vocab)
 	return e, nil
 }
 
@@ -101,7 +102,7 @@ func (e *Eagle1) Step(seqs []int) StepStats {
 			copy(target[r*H:(r+1)*H], f[(t+1)*H:(t+2)*H])
 			ids, probs := tIDs[r*K:(r+1)*K], tProbs[r*K:(r+1)*K]
 			d.Teacher(d.Off[s]+t+1, ids, probs)
-			teach[r] = teacher{ids: ids, probs: probs, w: 0.1 / float32(R)}
+			teach[r] = e.vocab.teacher(ids, probs, 0.1/float32(R))
 		}
 	}
 	g := make([]float32, R*H)
@@ -113,19 +114,12 @@ func (e *Eagle1) Step(seqs []int) StepStats {
 	for r := range R {
 		vloss += smoothL1(do[r*H:(r+1)*H], a.o[r*H:(r+1)*H], target[r*H:(r+1)*H], 1/float32(R))
 	}
-	st.Loss = vloss/float64(R) + e.logitLoss(a.o, do, teach, &st)
+	st.Loss = vloss/float64(R) + e.vocab.loss(a.o, do, teach, &st, 0)
 	dg := make([]float32, R*H)
 	e.L.backFinish(a, do, dg, a.dk, a.dv, nil, nil)
 	e.L.backProject(a, dg)
 	linearBack(nil, e.FC.G, e.FCBias.G, dg, cat, e.FC.W, R, H, 2*H)
 	return st
-}
-
-// logitLoss adds, chunk by chunk of rows, the soft cross-entropy of the frozen LM head's
-// logits of x [R, H] to the teachers (weights included) and its gradient into dx; it
-// counts the rows whose argmax is the teacher's.
-func (e *Eagle1) logitLoss(x, dx []float32, teach []teacher, st *StepStats) float64 {
-	return headLoss(e.head, e.target.LMHead, x, dx, teach, st, 0)
 }
 
 // headLoss is the soft cross-entropy of logits = x W^T (W [V, H] frozen, p its packing) for

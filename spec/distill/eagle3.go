@@ -12,7 +12,7 @@ import (
 
 // Eagle3Options size an EAGLE-3 head.
 type Eagle3Options struct {
-	DraftVocab int  // Vd: rows of the head's LM head, the most frequent tokens of the data
+	DraftVocab int  // Vd: rows of the head's LM head, the tokens of most TokenMass
 	TTT        int  // training-time-test steps (EAGLE-3 unrolls 7)
 	Hidden     int  // the layer's intermediate size (default the target's)
 	WarmStart  bool // start the layer from the target's last layer (see NewEagle3)
@@ -40,43 +40,47 @@ type Eagle3 struct {
 	Head     *Param  // [Vd, H]
 	used     []int32 // draft id -> target id (ascending)
 	t2d      []int32 // target id -> draft id, or -1
-	Coverage float64 // fraction of the data's next tokens inside the draft vocabulary
+	Coverage float64 // fraction of the target's next-token probability mass inside the draft vocabulary
 }
 
-// TokenCounts counts how often each token id is the next token of a position in d (the
-// positions a drafter is trained to predict).
-func TokenCounts(d *Dataset, vocab int) []int {
-	counts := make([]int, vocab)
-	for s := range d.Seqs() {
-		for i := d.Off[s] + 1; i < d.Off[s+1]; i++ {
-			counts[d.Tokens[i]]++
+// TokenMass is the target's expected count of each token id as the next token over the
+// positions of d: the sum of its (top-K) probabilities. It ranks the tokens a draft
+// vocabulary should hold more broadly than the sampled tokens do: a name or a word the
+// target would say in some context counts even where the data went another way.
+func TokenMass(d *Dataset, vocab int) []float64 {
+	mass := make([]float64, vocab)
+	ids, probs := make([]int32, d.K), make([]float32, d.K)
+	for i := range d.Len() {
+		d.Teacher(i, ids, probs)
+		for j, id := range ids {
+			mass[id] += float64(probs[j])
 		}
 	}
-	return counts
+	return mass
 }
 
-// DraftVocab picks the vd most frequent ids of counts (ties to the lower id), sorted
-// ascending, and the fraction of the counts they cover.
-func DraftVocab(counts []int, vd int) ([]int32, float64) {
-	ids := make([]int32, len(counts))
+// DraftVocab picks the vd ids of largest mass (ties to the lower id), sorted ascending, and
+// the fraction of the mass they cover.
+func DraftVocab(mass []float64, vd int) ([]int32, float64) {
+	ids := make([]int32, len(mass))
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	sort.SliceStable(ids, func(a, b int) bool { return counts[ids[a]] > counts[ids[b]] })
+	sort.SliceStable(ids, func(a, b int) bool { return mass[ids[a]] > mass[ids[b]] })
 	used := slices.Clone(ids[:vd])
 	slices.Sort(used)
-	var in, all int
-	for i, c := range counts {
+	var in, all float64
+	for i, c := range mass {
 		all += c
 		if _, ok := slices.BinarySearch(used, int32(i)); ok {
 			in += c
 		}
 	}
-	return used, float64(in) / float64(max(all, 1))
+	return used, in / max(all, 1e-30)
 }
 
-// NewEagle3 makes a head for target t trained on d. The draft vocabulary is d's vd most
-// frequent next tokens. The LM head starts as the target's embedding rows of those tokens
+// NewEagle3 makes a head for target t trained on d. The draft vocabulary is the vd tokens
+// of most TokenMass. The LM head starts as the target's embedding rows of those tokens
 // and the final norm as the target's (so logits start on the target's scale); with
 // WarmStart, fc starts by passing the last aux feature through, hidden_norm and the layer
 // as the target's last layer on it (so step 0 starts out reproducing the target's own last
@@ -101,7 +105,7 @@ func NewEagle3(t *weights.LlamaWeights, d *Dataset, o Eagle3Options) (*Eagle3, e
 	}
 	rng := rand.New(rand.NewSource(o.Seed))
 	e := &Eagle3{o: o, target: t, ds: d, H: H}
-	e.used, e.Coverage = DraftVocab(TokenCounts(d, V), o.DraftVocab)
+	e.used, e.Coverage = DraftVocab(TokenMass(d, V), o.DraftVocab)
 	e.t2d = make([]int32, V)
 	for i := range e.t2d {
 		e.t2d[i] = -1

@@ -10,6 +10,7 @@ import (
 // MedusaOptions size Medusa heads.
 type MedusaOptions struct {
 	Heads int // K (Medusa uses 4 or 5)
+	Vocab int // rows of the LM head the soft cross-entropy is taken over (0: all; see trainVocab)
 }
 
 // Medusa trains Medusa-1 heads (distill.md section 4) on a frozen target: head k reads the
@@ -17,14 +18,14 @@ type MedusaOptions struct {
 // z = h + silu(W_k h + b_k) (one ResBlock), then logits = the target's LM head z (Medusa
 // v2's layout: no output layer of its own). It predicts the token k+2 places after t, so
 // its teacher is the target's distribution at position t+1+k; the loss is the soft
-// cross-entropy, weighted 0.8^k, averaged over the rows.
+// cross-entropy (over the training vocabulary), weighted 0.8^k, averaged over the rows.
 type Medusa struct {
 	o      MedusaOptions
 	target *weights.LlamaWeights
 	ds     *Dataset
 	H      int
 	W, B   []*Param // [K] of [H, H] and [H]
-	head   *Packed
+	vocab  *trainVocab
 }
 
 // NewMedusa makes K heads for target t trained on d. W and b start at zero: each head
@@ -37,7 +38,8 @@ func NewMedusa(t *weights.LlamaWeights, d *Dataset, o MedusaOptions) (*Medusa, e
 	if d.Dim != H {
 		return nil, fmt.Errorf("distill: a dataset of width %d for a target of %d", d.Dim, H)
 	}
-	m := &Medusa{o: o, target: t, ds: d, H: H, head: PackWeight(t.LMHead, t.Cfg.Vocab, H)}
+	m := &Medusa{o: o, target: t, ds: d, H: H}
+	m.vocab = newTrainVocab(t.LMHead, t.Cfg.Vocab, H, TokenMass(d, t.Cfg.Vocab), o.Vocab)
 	for k := range o.Heads {
 		m.W = append(m.W, newParam(fmt.Sprintf("%d.0.linear.weight", k), true, H, H))
 		m.B = append(m.B, newParam(fmt.Sprintf("%d.0.linear.bias", k), false, H))
@@ -74,7 +76,7 @@ func (m *Medusa) Step(seqs []int) StepStats {
 				if t+1+k <= T-1 {
 					ids, probs := tIDs[(r+t)*TK:(r+t+1)*TK], tProbs[(r+t)*TK:(r+t+1)*TK]
 					d.Teacher(d.Off[s]+t+1+k, ids, probs)
-					teach[r+t] = teacher{ids: ids, probs: probs, w: w}
+					teach[r+t] = m.vocab.teacher(ids, probs, w)
 				}
 			}
 			r += T
@@ -86,7 +88,7 @@ func (m *Medusa) Step(seqs []int) StepStats {
 			z[i] += v * sigmoid(v)
 		}
 		dz := make([]float32, R*H)
-		st.Loss += headLoss(m.head, m.target.LMHead, z, dz, teach, &st, k)
+		st.Loss += m.vocab.loss(z, dz, teach, &st, k)
 		for i, v := range y { // dy = dz silu'(y)
 			sg := sigmoid(v)
 			dz[i] *= sg * (1 + v*(1-sg))

@@ -77,3 +77,22 @@ func TestJacobiEigen(t *testing.T) {
 		}
 	}
 }
+
+// pcaProject keeps the dot products of a matrix of rank <= D exactly.
+func TestPCAProject(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	V, H, D := 30, 10, 4
+	a, b := randVec(rng, V*D), randVec(rng, D*H)
+	e := make([]float32, V*H)
+	naiveGemm(false, false, V, H, D, a, b, e, false)
+	p := pcaProject(e, V, H, D)
+	for i := range V {
+		for j := range V {
+			want := dot(e[i*H:(i+1)*H], e[j*H:(j+1)*H])
+			got := dotGo(p[i*D:(i+1)*D], p[j*D:(j+1)*D])
+			if math.Abs(float64(got-want)) > 1e-3*(1+math.Abs(float64(want))) {
+				t.Fatalf("dot(%d, %d) = %v after projection, %v before", i, j, got, want)
+			}
+		}
+	}
+}
