@@ -23,7 +23,7 @@ func runGenerate(args []string) error {
 	dtype := fs.String("dtype", "f32", "weight storage on the device: f32 or f16")
 	mode := fs.String("speculative-mode", "", "speculative decoding: ngram, draft_model, medusa, eagle, eagle3")
 	k := fs.Int("num-speculative-tokens", 4, "draft tokens per step (k)")
-	draft := fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3)")
+	draft := fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3); default: the repository's spec/drafters/stories15M/<mode>")
 	specJSON := fs.String("speculative-config", "", `speculation as one JSON object, e.g. '{"method":"ngram","num_speculative_tokens":4}'`)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec generate [flags] PROMPT\n")
@@ -46,6 +46,9 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDrafterTarget(sc, e.Dir); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step\n", e.Dir, e.Device.Adapter.Info.Name(), *dtype, e.Model.Dispatches())
 	fmt.Print(prompt)
 	res, err := e.Generate(prompt, spec.GenerateOptions{
@@ -66,10 +69,16 @@ func speculativeConfig(mode string, k int, draft, js string) (*spec.Config, erro
 		if err := json.Unmarshal([]byte(js), &c); err != nil {
 			return nil, fmt.Errorf("--speculative-config: %w", err)
 		}
+		if c.Model == "" {
+			c.Model = defaultDrafter(strings.ToLower(strings.TrimSpace(c.Mode)))
+		}
 		return &c, c.Validate()
 	}
 	if mode == "" {
 		return nil, nil
+	}
+	if draft == "" {
+		draft = defaultDrafter(mode)
 	}
 	c := spec.Config{Mode: mode, NumSpeculativeTokens: k, Model: draft}
 	return &c, c.Validate()
