@@ -118,8 +118,8 @@ func runDistillTrain(args []string) error {
 
 func runDistillEval(args []string) error {
 	fs := pflag.NewFlagSet("distill eval", pflag.ContinueOnError)
-	mode := fs.String("drafter", "eagle3", "drafter kind: eagle3, eagle, medusa, draft_model")
-	dir := fs.String("dir", "", "drafter folder")
+	modes := fs.String("drafter", "eagle3", "drafter kinds, comma-separated: eagle3, eagle, medusa, draft_model")
+	dir := fs.String("dir", "", "drafter folder; with several kinds, the folder holding one subfolder per kind")
 	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
 	prompts := fs.String("prompts", "eval", `prompt set: "eval" (kept apart from training) or a file`)
 	maxNew := fs.Int("max-new", 128, "new tokens per prompt")
@@ -135,9 +135,27 @@ func runDistillEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	d, aux, err := distill.LoadSimDrafter(*mode, *dir, t)
-	if err != nil {
-		return err
+	kinds := strings.Split(*modes, ",")
+	type drafter struct {
+		mode, dir string
+		d         distill.SimDrafter
+	}
+	var ds []drafter
+	var aux []int
+	for _, mode := range kinds {
+		mode = strings.TrimSpace(mode)
+		d := *dir
+		if len(kinds) > 1 {
+			d = filepath.Join(*dir, mode)
+		}
+		sd, a, err := distill.LoadSimDrafter(mode, d, t)
+		if err != nil {
+			return err
+		}
+		if a != nil {
+			aux = a
+		}
+		ds = append(ds, drafter{mode, d, sd})
 	}
 	ps, err := distill.Prompts(*prompts)
 	if err != nil {
@@ -154,23 +172,32 @@ func runDistillEval(args []string) error {
 		PerPosition []float64 `json:"acceptance_per_position"`
 		Steps       int       `json:"steps"`
 	}
-	var rows []row
-	fmt.Printf("%s (%s) on %d prompts of %q, greedy, up to %d new tokens\n", *mode, *dir, len(ps), *prompts, *maxNew)
-	fmt.Printf("%3s  %8s  %6s  %s\n", "k", "accept.len", "rate", "acceptance per position")
-	for k := 1; k <= *kmax; k++ {
-		a := distill.Simulate(d, refs, k, *maxNew, t.W.Cfg.MaxSeq, t.W.Cfg.EOS)
-		r := row{K: k, MeanLength: a.MeanLength(), Rate: float64(a.Accepted) / float64(max(a.DraftTokens, 1)), PerPosition: a.PerPosition(), Steps: a.Steps}
-		rows = append(rows, r)
-		pp := make([]string, len(r.PerPosition))
-		for i, v := range r.PerPosition {
-			pp[i] = fmt.Sprintf("%.2f", v)
+	type result struct {
+		Drafter string `json:"drafter"`
+		Dir     string `json:"dir"`
+		Results []row  `json:"results"`
+	}
+	var results []result
+	for _, d := range ds {
+		r := result{Drafter: d.mode, Dir: d.dir}
+		fmt.Printf("%s (%s) on %d prompts of %q, greedy, up to %d new tokens\n", d.mode, d.dir, len(ps), *prompts, *maxNew)
+		fmt.Printf("%3s  %10s  %6s  %s\n", "k", "accept.len", "rate", "acceptance per position")
+		for k := 1; k <= *kmax; k++ {
+			a := distill.Simulate(d.d, refs, k, *maxNew, t.W.Cfg.MaxSeq, t.W.Cfg.EOS)
+			x := row{K: k, MeanLength: a.MeanLength(), Rate: float64(a.Accepted) / float64(max(a.DraftTokens, 1)), PerPosition: a.PerPosition(), Steps: a.Steps}
+			r.Results = append(r.Results, x)
+			pp := make([]string, len(x.PerPosition))
+			for i, v := range x.PerPosition {
+				pp[i] = fmt.Sprintf("%.2f", v)
+			}
+			fmt.Printf("%3d  %10.3f  %6.3f  %s\n", k, x.MeanLength, x.Rate, strings.Join(pp, " "))
 		}
-		fmt.Printf("%3d  %10.3f  %6.3f  %s\n", k, r.MeanLength, r.Rate, strings.Join(pp, " "))
+		results = append(results, r)
 	}
 	if *jsonOut == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(map[string]any{"drafter": *mode, "dir": *dir, "prompts": *prompts, "max_new": *maxNew, "results": rows}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"target": t.ID, "prompts": *prompts, "max_new": *maxNew, "temperature": 0, "drafters": results}, "", "  ")
 	if err != nil {
 		return err
 	}
