@@ -28,6 +28,7 @@ func runDistillTrain(args []string) error {
 	seed := fs.Int64("seed", 1, "random seed")
 	vd := fs.Int("draft-vocab", 4096, "eagle3: draft vocabulary size")
 	ttt := fs.Int("ttt", 7, "eagle3: training-time-test steps")
+	depth1 := fs.Float64("depth1-epochs", 0, "eagle3: epochs training depth 1 alone (one TTT step) before --epochs with --ttt steps")
 	warm := fs.Bool("warm-start", true, "eagle3: start the layer from the target's last layer")
 	noise := fs.Float64("noise", 0.1, "eagle: uniform noise on the input features, U(-a, a)")
 	heads := fs.Int("heads", 4, "medusa: heads")
@@ -85,27 +86,48 @@ func runDistillTrain(args []string) error {
 		return fmt.Errorf("unknown drafter %q (want eagle3, eagle, medusa or draft_model)", *drafter)
 	}
 	train, val := distill.Split(d, *valFrac, *seed)
-	bar := progressbar.NewOptions(1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionSetDescription("training "+*drafter))
 	start := time.Now()
-	points, err := distill.Train(tr, d, train, val, distill.TrainOptions{Epochs: *epochs, BatchRows: *batch, LR: *lr,
-		WeightDecay: *wd, Seed: *seed, Progress: func(p distill.Progress) {
-			if p.Step == 1 {
-				bar.ChangeMax(p.Steps)
-			}
-			acc := make([]string, len(p.Acc))
-			for i, a := range p.Acc {
-				acc[i] = fmt.Sprintf("%.2f", a)
-			}
-			bar.Describe(fmt.Sprintf("training %s: loss %.3f, val %.3f, acc [%s], %.0f tok/s", *drafter, p.Loss, p.Val,
-				strings.Join(acc, " "), p.RowsPerSec))
-			bar.Set(p.Step)
-		}})
-	if err != nil {
+	var points []distill.Point
+	// phase trains for epochs with the options given, on its own progress bar.
+	phase := func(name string, epochs float64) error {
+		bar := progressbar.NewOptions(1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetDescription(name))
+		pts, err := distill.Train(tr, d, train, val, distill.TrainOptions{Epochs: epochs, BatchRows: *batch, LR: *lr,
+			WeightDecay: *wd, Seed: *seed, Progress: func(p distill.Progress) {
+				if p.Step == 1 {
+					bar.ChangeMax(p.Steps)
+				}
+				acc := make([]string, len(p.Acc))
+				for i, a := range p.Acc {
+					acc[i] = fmt.Sprintf("%.2f", a)
+				}
+				bar.Describe(fmt.Sprintf("%s: loss %.3f, val %.3f, acc [%s], %.0f tok/s", name, p.Loss, p.Val,
+					strings.Join(acc, " "), p.RowsPerSec))
+				bar.Set(p.Step)
+			}})
+		bar.Finish()
+		fmt.Fprintln(os.Stderr)
+		for _, p := range pts {
+			p.Step += len(points)
+			points = append(points, p)
+		}
 		return err
 	}
-	bar.Finish()
-	fmt.Fprintf(os.Stderr, "\ntrained in %s\n", time.Since(start).Round(time.Second))
+	if e3, ok := tr.(*distill.Eagle3); ok && *depth1 > 0 {
+		if err := e3.SetTTT(1); err != nil {
+			return err
+		}
+		if err := phase("training eagle3, depth 1", *depth1); err != nil {
+			return err
+		}
+		if err := e3.SetTTT(*ttt); err != nil {
+			return err
+		}
+	}
+	if err := phase("training "+*drafter, *epochs); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "trained in %s\n", time.Since(start).Round(time.Second))
 	if err := save(); err != nil {
 		return err
 	}

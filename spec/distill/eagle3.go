@@ -28,18 +28,21 @@ type Eagle3Options struct {
 // at position t+1+k (renormalised over the draft vocabulary; rows whose target argmax is
 // outside it masked), averaged over all rows, weighted 0.8^k.
 type Eagle3 struct {
-	o        Eagle3Options
-	target   *weights.LlamaWeights
-	ds       *Dataset
-	H        int
-	FC       *Param  // [H, 3H]
-	InNorm   *Param  // [H] input_layernorm (embedding)
-	HidNorm  *Param  // [H] hidden_norm (feature)
-	L        *layer  // in = 2H
-	Norm     *Param  // [H]
-	Head     *Param  // [Vd, H]
-	used     []int32 // draft id -> target id (ascending)
-	t2d      []int32 // target id -> draft id, or -1
+	o       Eagle3Options
+	target  *weights.LlamaWeights
+	ds      *Dataset
+	H       int
+	FC      *Param  // [H, 3H]
+	InNorm  *Param  // [H] input_layernorm (embedding)
+	HidNorm *Param  // [H] hidden_norm (feature)
+	L       *layer  // in = 2H
+	Norm    *Param  // [H]
+	Head    *Param  // [Vd, H]
+	used    []int32 // draft id -> target id (ascending)
+	t2d     []int32 // target id -> draft id, or -1
+	// keep, when set, has Step copy each TTT step's logits into kept (for tests).
+	keep     bool
+	kept     [][]float32
 	Coverage float64 // fraction of the target's next-token probability mass inside the draft vocabulary
 }
 
@@ -125,8 +128,8 @@ func NewEagle3(t *weights.LlamaWeights, d *Dataset, o Eagle3Options) (*Eagle3, e
 		copy(e.Head.W[i*H:(i+1)*H], t.LMHead[int(id)*H:])
 	}
 	if o.WarmStart {
-		if o.Hidden != c.HiddenDim {
-			return nil, fmt.Errorf("distill: a warm start needs the target's intermediate size %d", c.HiddenDim)
+		if o.Hidden < c.HiddenDim {
+			return nil, fmt.Errorf("distill: a warm start needs an intermediate size of at least the target's %d", c.HiddenDim)
 		}
 		e.warmStart()
 	}
@@ -150,8 +153,27 @@ func (e *Eagle3) warmStart() {
 	}
 	copy(e.L.Wo.W, last.Wo)
 	copy(e.L.PostNorm.W, last.FFNNorm)
-	copy(e.L.W13.W, slices.Concat(last.WGate, last.WUp))
-	copy(e.L.W2.W, last.WDown)
+	// The target's MLP fills the first of the head's intermediate units; any more start with
+	// random gate/up rows and a zero down projection, so they add nothing at first.
+	I, It := e.o.Hidden, t.Cfg.HiddenDim
+	copy(e.L.W13.W, last.WGate)
+	copy(e.L.W13.W[I*H:], last.WUp)
+	for r := range H {
+		row := e.L.W2.W[r*I : (r+1)*I]
+		copy(row, last.WDown[r*It:(r+1)*It])
+		clear(row[It:])
+	}
+}
+
+// SetTTT changes the number of training-time-test steps (1..16) for the next batches: a
+// run may train depth 1 alone first, which costs a quarter as much per position, and then
+// all the depths.
+func (e *Eagle3) SetTTT(n int) error {
+	if n < 1 || n > 16 {
+		return fmt.Errorf("distill: %d training-time-test steps (want 1..16)", n)
+	}
+	e.o.TTT = n
+	return nil
 }
 
 // Params are the trainable tensors.
@@ -257,6 +279,9 @@ func (e *Eagle3) Step(seqs []int) StepStats {
 		on, rs := make([]float32, R*H), make([]float32, R)
 		rmsNorm(on, a.o, e.Norm.W, rs, R, H, e.target.Cfg.RMSEps)
 		linear(logits, on, e.Head.W, nil, R, Vd, H)
+		if e.keep {
+			e.kept = append(e.kept, slices.Clone(logits))
+		}
 		for r := range R {
 			if teach[r].w == 0 {
 				continue

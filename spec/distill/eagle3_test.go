@@ -69,3 +69,46 @@ func TestEagle3Grad(t *testing.T) {
 	seqs := []int{0, 3, 4}
 	checkTrainerGrad(t, e.Params(), func() float64 { return e.Step(seqs).Loss }, 12)
 }
+
+// What the EAGLE-3 trainer computes is what the head computes when it drafts: the logits
+// of TTT step k at row t equal those of depth k+1 of EagleHead after a catch-up over rows
+// 0..t, fed the true tokens at the depths (as the training-time test feeds them).
+func TestEagle3TrainMatchesInference(t *testing.T) {
+	w, d := tinyTarget(t, []int{0, 1, 2})
+	e, err := NewEagle3(w, d, Eagle3Options{DraftVocab: 25, TTT: 3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roughen(rand.New(rand.NewSource(9)), 0.2, e.Params()...)
+	s := 1
+	e.keep = true
+	e.Step([]int{s})
+	tm, err := NewLlama(w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewEagleHead(e.Export(), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	T, H, Vd := d.SeqLen(s), w.Cfg.Dim, 25
+	feats := make([]float32, T*3*H)
+	d.AuxRows(feats, d.Off[s], d.Off[s+1])
+	tok := func(i int) int { return int(d.Tokens[d.Off[s]+i]) }
+	for row := 0; row+1 < T; row++ {
+		st := h.NewState()
+		var toks []int
+		for i := 0; i <= row; i++ {
+			toks = append(toks, tok(i+1))
+		}
+		logits, out := st.Forward(toks, feats[:(row+1)*3*H], 3*H)
+		for k := 0; k < 3 && row+1+k < T; k++ {
+			if k > 0 {
+				logits, out = st.Forward([]int{tok(row + 1 + k)}, out, H)
+			} else {
+				logits, out = logits[row*Vd:], out[row*H:]
+			}
+			maxRelDiff(t, "step logits", e.kept[k][row*Vd:(row+1)*Vd], logits[:Vd], 1e-4)
+		}
+	}
+}
