@@ -62,7 +62,7 @@ type tensorSource interface {
 }
 
 // LoadMedusa reads a Medusa checkpoint folder: config.json (optional; medusa_num_layers is
-// used only when the tensors do not tell R) and medusa_lm_head.safetensors, else
+// used only when the tensors do not tell R) and medusa_lm_head.safetensors (or .zst), else
 // model.safetensors. It accepts FasterDecoding's layout (v1 with output layers, v2 without)
 // and vLLM's, with or without a medusa_head(s). prefix, in F32, F16 or BF16. The number of
 // heads is counted from the tensor names (published configs may be wrong). A missing tensor
@@ -88,8 +88,8 @@ func LoadMedusa(dir string) (*Medusa, error) {
 		return nil, err
 	}
 	var src tensorSource
-	if p := filepath.Join(dir, MedusaFileName); fileExists(p) {
-		st, err := Open(p)
+	if p := filepath.Join(dir, MedusaFileName); fileExists(p) || fileExists(p+".zst") {
+		st, err := openShard(p) // or p.zst
 		if err != nil {
 			return nil, err
 		}

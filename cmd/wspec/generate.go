@@ -27,7 +27,7 @@ func addSpecFlags(fs *pflag.FlagSet) *specFlags {
 	return &specFlags{fs: fs,
 		mode:  fs.String("speculative-mode", "", "speculative decoding: "+strings.Join(spec.Names(), ", ")),
 		k:     fs.IntP("num-speculative-tokens", "k", 4, "draft tokens per step (k), with a speculative mode"),
-		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3)"),
+		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3); default: the repository's spec/drafters/stories15M/<mode>"),
 		json:  fs.String("speculative-config", "", `speculation as one JSON object, e.g. '{"method":"ngram","num_speculative_tokens":4}'`),
 	}
 }
@@ -52,6 +52,7 @@ func (f *specFlags) config() (*spec.Config, error) {
 		if err := json.Unmarshal([]byte(*f.json), &c); err != nil {
 			return nil, fmt.Errorf("--speculative-config: %w", err)
 		}
+		c = engine.WithDefaultDrafter(c)
 		return &c, c.Validate()
 	}
 	if *f.mode == "" {
@@ -60,7 +61,7 @@ func (f *specFlags) config() (*spec.Config, error) {
 		}
 		return nil, nil
 	}
-	c := spec.Config{Mode: *f.mode, NumSpeculativeTokens: *f.k, Model: *f.draft}
+	c := engine.WithDefaultDrafter(spec.Config{Mode: *f.mode, NumSpeculativeTokens: *f.k, Model: *f.draft})
 	return &c, c.Validate()
 }
 

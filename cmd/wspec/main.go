@@ -1,5 +1,5 @@
 // Command wspec runs decoder-only language models on any WebGPU adapter, with speculative
-// decoding. Subcommands: setup, generate, devices, selftest, convert, bench, serve.
+// decoding. Subcommands: setup, generate, devices, selftest, convert, bench, serve, distill.
 package main
 
 import (
@@ -23,6 +23,7 @@ var commands = []command{
 	{"convert", "convert a llama2.c checkpoint into a Hugging Face folder", runConvert},
 	{"bench", "measure decode speed (and speculation) on an adapter", runBench},
 	{"serve", "serve the OpenAI API (completions, chat) with continuous batching", runServe},
+	{"distill", "train drafters for a model by self-distillation on the CPU", runDistill},
 }
 
 func usage() {

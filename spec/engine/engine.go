@@ -151,12 +151,18 @@ func Load(dir string, o Options) (*Engine, error) {
 	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg}
 	var ck spec.Checkpoint
 	if o.Speculative != nil {
-		sc := *o.Speculative
+		sc := WithDefaultDrafter(*o.Speculative)
 		if err := sc.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		if ck, err = spec.Open(sc, cfg); err != nil {
 			return nil, err
+		}
+		if sc.Model != "" {
+			// a drafter trained for another model is refused before the target loads
+			if err := weights.CheckTargetDir(sc.Model, dir); err != nil {
+				return nil, err
+			}
 		}
 		e.k = sc.NumSpeculativeTokens
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/spec/distill"
+	"github.com/wspec/wspec/spec/engine"
+)
+
+// runDistill trains drafters for a target model by self-distillation on the CPU (package
+// spec/distill): `gen` makes the training data with the target, `train` trains one drafter
+// on it, `eval` measures a drafter's acceptance by simulating greedy speculative decoding.
+func runDistill(args []string) error {
+	subs := []struct {
+		name, summary string
+		run           func([]string) error
+	}{
+		{"gen", "generate training data with the target from a prompt set", runDistillGen},
+		{"train", "train one drafter (eagle3, eagle, medusa, draft_model) on the data", runDistillTrain},
+		{"eval", "measure a drafter's acceptance on the kept-apart prompts (CPU simulation)", runDistillEval},
+	}
+	if len(args) > 0 {
+		for _, s := range subs {
+			if s.name == args[0] {
+				return s.run(args[1:])
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "usage: wspec distill <gen|train|eval> [flags]\n\n")
+	for _, s := range subs {
+		fmt.Fprintf(os.Stderr, "  %-6s %s\n", s.name, s.summary)
+	}
+	fmt.Fprintf(os.Stderr, "\nspec/distill/recipe.sh makes the repository's drafters for stories15M.\n")
+	if len(args) == 0 {
+		return fmt.Errorf("no subcommand")
+	}
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// loadDistillTarget loads the target folder (default: the default model).
+func loadDistillTarget(dir string) (*distill.Target, error) {
+	if dir == "" {
+		d, err := engine.DefaultModelDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return distill.LoadTarget(dir)
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a list of integers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runDistillGen(args []string) error {
+	fs := pflag.NewFlagSet("distill gen", pflag.ContinueOnError)
+	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
+	prompts := fs.String("prompts", "train", `prompt set: "train" (spec/distill/prompts/train.txt) or a file, one prompt a line`)
+	out := fs.String("out", "", "dataset file to write (safetensors)")
+	greedy := fs.Int("greedy", 1, "greedy sequences per prompt")
+	sampled := fs.Int("sampled", 2, "sequences per prompt sampled at --temperature / --top-p")
+	mixed := fs.Int("mixed", 2, "sequences per prompt sampled for 1..32 tokens, then greedy")
+	temp := fs.Float32("temperature", 0.8, "sampling temperature")
+	topP := fs.Float32("top-p", 0.9, "nucleus sampling threshold")
+	aux := fs.String("aux", "2,4,5", "target layers whose input is recorded (EAGLE-3's features)")
+	k := fs.Int("top-k", 32, "teacher probabilities kept per position")
+	batch := fs.Int("batch", 64, "sequences generated together")
+	seed := fs.Int64("seed", 1, "random seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	auxIDs, err := parseInts(*aux)
+	if err != nil {
+		return fmt.Errorf("--aux: %w", err)
+	}
+	t, err := loadDistillTarget(*modelDir)
+	if err != nil {
+		return err
+	}
+	ps, err := distill.Prompts(*prompts)
+	if err != nil {
+		return err
+	}
+	seqs := len(ps) * (*greedy + *sampled + *mixed)
+	bar := progressbar.NewOptions(seqs, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("generating"),
+		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true))
+	start := time.Now()
+	d, err := distill.Generate(t.M, t.ID, t.Encode(ps), distill.GenOptions{Greedy: *greedy, Sampled: *sampled, Mixed: *mixed,
+		Temperature: *temp, TopP: *topP, Aux: auxIDs, K: *k, Batch: *batch, Seed: *seed,
+		Progress: func(done, total, positions int) {
+			bar.Describe(fmt.Sprintf("generating: %d positions, %.0f tok/s", positions, float64(positions)/time.Since(start).Seconds()))
+			bar.Set(done)
+		}})
+	if err != nil {
+		return err
+	}
+	bar.Finish()
+	fmt.Fprintf(os.Stderr, "\n%d sequences, %d positions in %s\n", d.Seqs(), d.Len(), time.Since(start).Round(time.Second))
+	return d.Save(*out)
+}
