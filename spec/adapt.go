@@ -10,10 +10,12 @@ import (
 // Adaptive speculation: each step, every sequence drafts as many tokens as pay for
 // themselves. Drafting a j-th token is worth its expected gain, the chance that drafts 1..j
 // are all accepted, against its cost: one more row in the step (every sequence of the step
-// waits for it) and the drafter's time. So a step plans its drafts greedily, the likeliest
-// first, while each adds more tokens per second than the step's current rate:
+// waits for it) and the drafter's time, which has a part paid once per call (an EAGLE head's
+// catch-up, a draft model's first step) and a part per token. So a step plans its drafts
+// greedily, the run of next drafts with the best gain per cost first, while each run adds
+// more tokens per second than the step's current rate:
 //
-//	gain(j) / (PerRow + PerDraft)  >  tokens(step) / time(step)
+//	sum gain(j..j+m) / (m (PerRow + PerDraft) + [j = 0] DraftCall)  >  tokens(step) / time(step)
 //
 // With one sequence on a GPU (a row costs little beside the step) good drafts go in; on a CPU
 // device, or in a large batch (the step's rate is high, so a draft must be likelier), they
@@ -58,15 +60,18 @@ func (a *Acceptance) Chain(j int) float64 {
 	return p
 }
 
-// CostModel is what a step costs on this engine: Fixed + PerRow x rows, and each drafted
-// token PerDraft. It starts from a calibration (Calibrate) and learns from the steps it is
-// told about: the mean time of steps of each row count, fitted by a line.
+// CostModel is what a step costs on this engine: Fixed + PerRow x rows, and a drafter's call
+// for n tokens DraftCall + PerDraft x n. It starts from a calibration (Calibrate) and learns
+// from the steps and drafts it is told about: the mean time of each row count (and of each
+// draft length), fitted by a line.
 type CostModel struct {
-	mu       sync.Mutex
-	fixed    float64 // seconds
-	perRow   float64
-	perDraft float64
-	byRows   map[int]*ema // step time by row count
+	mu        sync.Mutex
+	fixed     float64 // seconds
+	perRow    float64
+	draftCall float64
+	perDraft  float64
+	byRows    map[int]*ema // step time by row count
+	byDrafts  map[int]*ema // drafter call time by tokens drafted
 }
 
 type ema struct{ mean, weight float64 }
@@ -79,20 +84,15 @@ func (e *ema) add(v float64) {
 
 // NewCostModel starts from a step of one row costing decode and each extra row perRow.
 func NewCostModel(decode, perRow time.Duration) *CostModel {
-	return &CostModel{fixed: (decode - perRow).Seconds(), perRow: perRow.Seconds(), byRows: map[int]*ema{}}
+	return &CostModel{fixed: (decode - perRow).Seconds(), perRow: perRow.Seconds(), byRows: map[int]*ema{}, byDrafts: map[int]*ema{}}
 }
 
 // ObserveStep records a step of rows rows that took d.
 func (c *CostModel) ObserveStep(rows int, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.byRows[rows]
-	if e == nil {
-		e = &ema{}
-		c.byRows[rows] = e
-	}
-	e.add(d.Seconds())
-	c.fit()
+	observe(c.byRows, rows, d)
+	c.fixed, c.perRow = fitLine(c.byRows, c.fixed, c.perRow)
 }
 
 // ObserveDraft records a drafter's call that proposed tokens tokens in d.
@@ -102,38 +102,54 @@ func (c *CostModel) ObserveDraft(tokens int, d time.Duration) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	per := d.Seconds() / float64(tokens)
-	c.perDraft += (per - c.perDraft) * 0.1
+	observe(c.byDrafts, tokens, d)
+	if len(c.byDrafts) == 1 { // one length seen: no telling the call from the tokens
+		e := c.byDrafts[tokens]
+		c.draftCall, c.perDraft = 0, e.mean/float64(tokens)
+		return
+	}
+	c.draftCall, c.perDraft = fitLine(c.byDrafts, c.draftCall, c.perDraft)
 }
 
-// fit refits Fixed and PerRow to the row counts seen, when two or more have been (weighted
-// least squares); with one, it keeps PerRow and moves Fixed.
-func (c *CostModel) fit() {
+func observe(by map[int]*ema, n int, d time.Duration) {
+	e := by[n]
+	if e == nil {
+		e = &ema{}
+		by[n] = e
+	}
+	e.add(d.Seconds())
+}
+
+// fitLine fits time = a + b n to the mean times by n (weighted least squares) when two or
+// more n have been seen and the fit has a positive slope and no negative intercept; otherwise
+// it keeps the slope b and moves a (down to 0, the slope then taking the rest).
+func fitLine(by map[int]*ema, a, b float64) (float64, float64) {
 	var sw, sx, sy, sxx, sxy float64
-	for rows, e := range c.byRows {
-		w, x := e.weight, float64(rows)
+	for n, e := range by {
+		w, x := e.weight, float64(n)
 		sw, sx, sy, sxx, sxy = sw+w, sx+w*x, sy+w*e.mean, sxx+w*x*x, sxy+w*x*e.mean
 	}
-	if len(c.byRows) >= 2 {
-		den := sw*sxx - sx*sx
-		if den > 0 {
+	if len(by) >= 2 {
+		if den := sw*sxx - sx*sx; den > 0 {
 			slope := (sw*sxy - sx*sy) / den
-			if slope > 0 {
-				c.perRow = slope
-				c.fixed = (sy - slope*sx) / sw
-				return
+			if icpt := (sy - slope*sx) / sw; slope > 0 && icpt >= 0 {
+				return icpt, slope
 			}
 		}
 	}
-	c.fixed = (sy - c.perRow*sx) / sw
+	if a = (sy - b*sx) / sw; a < 0 {
+		a, b = 0, sy/sx
+	}
+	return a, b
 }
 
-// Costs returns the current estimates.
-func (c *CostModel) Costs() (fixed, perRow, perDraft time.Duration) {
+// Costs returns the current estimates: a step of n rows costs fixed + n perRow, and a
+// drafter's call for m tokens draftCall + m perDraft.
+func (c *CostModel) Costs() (fixed, perRow, draftCall, perDraft time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	return sec(c.fixed), sec(c.perRow), sec(c.perDraft)
+	return sec(c.fixed), sec(c.perRow), sec(c.draftCall), sec(c.perDraft)
 }
 
 // PlanSeq is one sequence of a step being planned.
@@ -143,35 +159,40 @@ type PlanSeq struct {
 }
 
 // Plan chooses each sequence's draft length for a step whose rows without drafts are
-// baseRows (one per decoding sequence, plus prompt chunks), greedily by expected gain per
-// cost, while each added draft raises the step's tokens per second. probe forces one draft
-// on sequences whose plan would be none, so that their acceptance keeps being measured.
+// baseRows (one per decoding sequence, plus prompt chunks): greedily, the run of a
+// sequence's next drafts with the most expected tokens per second of cost first, while it
+// raises the step's tokens per second. probe forces one draft on sequences whose plan would
+// be none, so that their acceptance keeps being measured.
 func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) []int {
-	fixed, perRow, perDraft := c.Costs()
+	fixed, perRow, draftCall, perDraft := c.Costs()
 	ks := make([]int, len(seqs))
 	tokens := float64(len(seqs))
 	elapsed := (fixed + perRow*time.Duration(baseRows)).Seconds()
-	unit := (perRow + perDraft).Seconds()
-	type cand struct {
-		i    int
-		gain float64
-	}
-	for {
-		var best *cand
+	unit, call := (perRow + perDraft).Seconds(), draftCall.Seconds()
+	for unit > 0 {
+		best, bestM, bestGain, bestCost := -1, 0, 0.0, 0.0
 		for i, s := range seqs {
-			if s.Acc == nil || ks[i] >= s.MaxK {
+			if s.Acc == nil {
 				continue
 			}
-			if g := s.Acc.Chain(ks[i]); best == nil || g > best.gain {
-				best = &cand{i, g}
+			gain, cost := 0.0, 0.0
+			if ks[i] == 0 {
+				cost = call
+			}
+			for m := 1; ks[i]+m <= s.MaxK; m++ {
+				gain += s.Acc.Chain(ks[i] + m - 1)
+				cost += unit
+				if best < 0 || gain/cost > bestGain/bestCost {
+					best, bestM, bestGain, bestCost = i, m, gain, cost
+				}
 			}
 		}
-		if best == nil || unit <= 0 || best.gain/unit <= tokens/elapsed {
+		if best < 0 || bestGain/bestCost <= tokens/elapsed {
 			break
 		}
-		ks[best.i]++
-		tokens += best.gain
-		elapsed += unit
+		ks[best] += bestM
+		tokens += bestGain
+		elapsed += bestCost
 	}
 	for i, s := range seqs {
 		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && probe(i) {
