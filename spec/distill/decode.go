@@ -67,16 +67,7 @@ func SpecDecode(t *Llama, d SimDrafter, prompt []int, k, maxNew int, aux []int) 
 		got := append(slices.Clone(drafts[:acc]), argmax(out.Logits[acc*c.Vocab:(acc+1)*c.Vocab]))
 		cache.Truncate(n + 1 + acc)
 		record(out, 1+acc)
-		a.Steps++
-		a.Emitted += acc + 1
-		a.DraftTokens += len(drafts)
-		a.Accepted += acc
-		for i := range drafts {
-			a.DraftedPerPosition[i]++
-			if i < acc {
-				a.AcceptedPerPosition[i]++
-			}
-		}
+		a.step(len(drafts), acc)
 		seq.Tokens = append(seq.Tokens, got...)
 		d.Accept(seq.Tokens)
 		if push(got) {

@@ -14,7 +14,7 @@ import (
 // The drafters the repository ships (spec/drafters/stories15M, made by recipe.sh).
 const shippedDir = "../drafters/stories15M"
 
-// shipped loads stories15M and the CPU target, skipping when either is missing.
+// shipped loads stories15M and the CPU target; both must be there (CI has them).
 func shipped(t *testing.T, mode string) (*Target, string) {
 	t.Helper()
 	root := shippedDir
@@ -23,10 +23,10 @@ func shipped(t *testing.T, mode string) (*Target, string) {
 	}
 	dir := filepath.Join(root, mode)
 	if _, err := os.Stat(filepath.Join(dir, weights.ConfigFileName)); err != nil {
-		t.Skipf("no shipped %s drafter (%v): run spec/distill/recipe.sh", mode, err)
+		t.Fatalf("no shipped %s drafter (%v): run spec/distill/recipe.sh", mode, err)
 	}
 	if _, err := os.Stat(storiesDir); err != nil {
-		t.Skipf("stories15M not set up (%v): run ./setup.sh", err)
+		t.Fatalf("stories15M not set up (%v): run ./setup.sh", err)
 	}
 	tg, err := LoadTarget(storiesDir)
 	if err != nil {

@@ -97,6 +97,20 @@ type Acceptance struct {
 	DraftedPerPosition  []int // index i: steps that had a draft i
 }
 
+// step counts one verify step of n drafts of which the first acc were accepted.
+func (a *Acceptance) step(n, acc int) {
+	a.Steps++
+	a.Emitted += acc + 1
+	a.DraftTokens += n
+	a.Accepted += acc
+	for i := range n {
+		a.DraftedPerPosition[i]++
+		if i < acc {
+			a.AcceptedPerPosition[i]++
+		}
+	}
+}
+
 // MeanLength is the mean acceptance length: tokens per verify step, counting the bonus token.
 func (a Acceptance) MeanLength() float64 { return float64(a.Emitted) / float64(max(a.Steps, 1)) }
 
@@ -154,16 +168,7 @@ func Simulate(d SimDrafter, seqs []*EvalSeq, k, maxNew, maxSeq int, stop []int) 
 				acc = len(ref) - n
 			}
 			got := ref[n:min(n+acc+1, len(ref))]
-			a.Steps++
-			a.Emitted += acc + 1
-			a.DraftTokens += len(drafts)
-			a.Accepted += acc
-			for i := range drafts {
-				a.DraftedPerPosition[i]++
-				if i < acc {
-					a.AcceptedPerPosition[i]++
-				}
-			}
+			a.step(len(drafts), acc)
 			ctx = append(ctx, got...)
 			d.Accept(ctx)
 			if push(got) || end {

@@ -67,7 +67,7 @@ func TestLlamaMatchesRef(t *testing.T) {
 
 func TestLlamaMatchesRefStories(t *testing.T) {
 	if _, err := os.Stat(storiesDir); err != nil {
-		t.Skipf("stories15M not set up (%v): run ./setup.sh", err)
+		t.Fatalf("stories15M not set up (%v): run ./setup.sh", err)
 	}
 	w, err := weights.LoadLlama(storiesDir, nil)
 	if err != nil {

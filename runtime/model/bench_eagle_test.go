@@ -1,0 +1,113 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/weights"
+)
+
+// shippedEagle3 is the EAGLE-3 head the repository ships for stories15M (spec/distill/recipe.sh).
+var shippedEagle3 = filepath.Join("..", "..", "spec", "drafters", "stories15M", "eagle3")
+
+// BenchmarkSpecStepStories15M: where one speculative step's device time goes with the shipped
+// EAGLE-3 head at k = 4: the target's verify step of 5 rows (its sampler apart), the head's
+// catch-up over 3 accepted rows (which also drafts depth 1) and one draft depth (the other
+// three are alike), each dispatch timed by timestamp queries, medians of 5 profiles.
+func BenchmarkSpecStepStories15M(b *testing.B) {
+	host, err := weights.LoadLlama(storiesDir, nil)
+	if err != nil {
+		b.Fatalf("%v (run ./setup.sh)", err)
+	}
+	if _, err := os.Stat(filepath.Join(shippedEagle3, weights.ConfigFileName)); err != nil {
+		b.Fatalf("no shipped EAGLE-3 head: %v", err)
+	}
+	w, err := weights.LoadEagle(shippedEagle3, weights.EagleKind3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	aux, err := w.AuxLayers(host.Cfg.NLayers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := New(testDevice(b), host, Options{AuxLayers: aux})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Release()
+	if !m.d.HasTimestamp {
+		b.Fatal("the adapter has no timestamp queries")
+	}
+	h, err := NewEagle(m, w)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Release()
+	s := m.NewSession()
+	defer s.Release()
+	hs, err := h.NewSeq(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer hs.Release()
+	ctx := []int{1, 9038, 2501, 263, 931, 29892, 727, 471, 263}
+	out, err := s.Forward(ctx, 0, nil, Sampling{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx = append(ctx, out[0])
+	if _, err := hs.Draft(ctx, 4); err != nil {
+		b.Fatal(err)
+	}
+	local := uint32(hs.seq.Len())
+	parts := []struct {
+		name string
+		prof func() ([]runtime.KernelTime, error)
+	}{
+		{"verify", func() ([]runtime.KernelTime, error) { return m.ProfileStep(s.seq, []int{100, 101, 102, 103, 104}, 4) }},
+		{"catch-up", func() ([]runtime.KernelTime, error) {
+			return h.catchM.Profile(&runtime.StepBlock{M: 3, Pos0: local})
+		}},
+		{"depth", func() ([]runtime.KernelTime, error) {
+			return h.depths[0].Profile(&runtime.StepBlock{M: 1, Pos0: local + 3})
+		}},
+	}
+	for i := 0; i < b.N; i++ {
+		var sb strings.Builder
+		for _, p := range parts {
+			byName := map[string][]time.Duration{}
+			for range 5 {
+				kt, err := p.prof()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum := map[string]time.Duration{}
+				for _, x := range kt {
+					sum[x.Name] += x.Time
+				}
+				for n, t := range sum {
+					byName[n] = append(byName[n], t)
+				}
+			}
+			var names []string
+			var total time.Duration
+			for n := range byName {
+				names = append(names, n)
+				total += runtime.Median(byName[n])
+			}
+			sort.Slice(names, func(i, j int) bool { return runtime.Median(byName[names[i]]) > runtime.Median(byName[names[j]]) })
+			fmt.Fprintf(&sb, "\n%s: %.2f ms:", p.name, ms(total))
+			for _, n := range names {
+				fmt.Fprintf(&sb, " %s %.2f,", n, ms(runtime.Median(byName[n])))
+			}
+			b.ReportMetric(ms(total), "ms("+p.name+")")
+		}
+		b.Log(sb.String())
+	}
+}

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/wspec/wspec/spec"
+)
+
+// Every drafter the repository ships (spec/drafters/stories15M, made by
+// spec/distill/recipe.sh) loads by its mode alone, and with exactly k drafts per step, k = 1..8,
+// leaves greedy output token-identical to plain decoding; each accepts a share of its drafts
+// that only a trained drafter reaches (a random one accepts almost none).
+func TestShippedDrafters(t *testing.T) {
+	const prompt, n = "Once upon a time, there was a little fox who", 32
+	plainEngine := stories(t, nil)
+	plain := generate(t, plainEngine, prompt, GenerateOptions{MaxTokens: n})
+	for _, mode := range []string{"eagle3", "eagle", "medusa", "draft_model"} {
+		t.Run(mode, func(t *testing.T) {
+			if DefaultDrafter(mode) == "" {
+				t.Fatalf("no shipped %s drafter under %s (run spec/distill/recipe.sh)", mode, DraftersDir)
+			}
+			e := stories(t, &spec.Config{Mode: mode, NumSpeculativeTokens: 8})
+			for k := 1; k <= 8; k++ {
+				res := generate(t, e, prompt, GenerateOptions{MaxTokens: n, NumSpeculativeTokens: k, FixedSpeculation: true})
+				if !slices.Equal(res.Tokens, plain.Tokens) {
+					t.Fatalf("k=%d: %q\nplain: %q", k, res.Text, plain.Text)
+				}
+				m := res.Metrics
+				if k == 1 {
+					t.Logf("k=1: acceptance %.2f over %d drafts", m.AcceptanceRate(), m.DraftTokens)
+					if m.DraftTokens == 0 || m.AcceptanceRate() < 0.25 {
+						t.Errorf("k=1: %d drafts, acceptance %.2f: not a trained drafter", m.DraftTokens, m.AcceptanceRate())
+					}
+				}
+			}
+		})
+	}
+}
