@@ -81,11 +81,13 @@ func (m *EagleMethod) NewDrafter(t Target) (Drafter, error) {
 // Release frees the head's device buffers.
 func (m *EagleMethod) Release() { m.head.Release() }
 
-// Eagle drafts for one sequence with an EAGLE head. Accept runs the head over the positions
-// the target just verified (the catch-up); Propose drafts greedily, k depths in one submit,
-// each fed the previous depth's token and output. Drafts are one-hot (q nil), so the
-// rejection sampler keeps the output exactly the target's. Both must follow the target step
-// that produced ctx's newest token, as in Decode.
+// Eagle drafts for one sequence with an EAGLE head. Propose first runs the head over the
+// positions the target's last step verified (the catch-up), then drafts greedily, k depths in
+// one submit, each fed the previous depth's token and output. Drafts are one-hot (q nil), so
+// the rejection sampler keeps the output exactly the target's. Propose must follow the target
+// step that produced ctx's newest token, as in Decode. The catch-up waits for Propose so that
+// a step that drafts nothing costs nothing: after such steps the head restarts its cache at
+// the features of the target's last step (see model.EagleSeq.Sync).
 type Eagle struct {
 	name string
 	seq  *model.EagleSeq
@@ -101,8 +103,8 @@ func (e *Eagle) Propose(ctx []int, k int) ([]int, []float32, error) {
 	return d, nil, err
 }
 
-// Accept drops the head's speculative rows and catches up on the target's last step.
-func (e *Eagle) Accept(ctx []int) error { return e.seq.Sync(ctx) }
+// Accept does nothing: the next Propose drops the head's speculative rows and catches up.
+func (e *Eagle) Accept(ctx []int) error { return nil }
 
 // Release frees the sequence's head cache pages.
 func (e *Eagle) Release() { e.seq.Release() }

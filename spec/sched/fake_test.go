@@ -204,3 +204,32 @@ func TestFakeSpeculationSteps(t *testing.T) {
 		}
 	}
 }
+
+// A sequence whose drafts never pay is probed after 16 steps without drafts, then after 32,
+// 64, ... up to probeMax; once the plan drafts by itself, probes come every 16 steps again.
+func TestProbeBackoff(t *testing.T) {
+	var st seqState
+	var probes []int
+	for step := 0; step < 2000; step++ {
+		k := 0
+		if st.probing() {
+			k = 1
+			probes = append(probes, step)
+		}
+		st.planned(k)
+		if k > 0 {
+			st.idle = 0
+		} else {
+			st.idle++
+		}
+	}
+	want := []int{16, 49, 114, 243, 500, 1013, 1526}
+	if !slices.Equal(probes, want) {
+		t.Fatalf("probes at steps %v, want %v", probes, want)
+	}
+	st.idle = 0
+	st.planned(3) // the plan drafts again by itself
+	if st.probe != probeEvery {
+		t.Fatalf("after drafting by plan the next probe waits %d steps, want %d", st.probe, probeEvery)
+	}
+}

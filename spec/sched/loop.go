@@ -19,13 +19,33 @@ type seqState struct {
 	fed     int          // tokens of the job's context in the cache
 	acc     spec.Acceptance
 	idle    int // steps since it last drafted (a draft is probed now and then)
+	probe   int // steps without drafts before the next probe: probeEvery, doubling while probes do not pay
 	// this step:
 	decoding bool // it feeds its last token (and drafts), rather than a prompt chunk
 }
 
 // probeEvery is how many steps without drafts a sequence waits before drafting one token
-// anyway, so that its acceptance is still measured when the plan stops drafting.
-const probeEvery = 16
+// anyway, so that its acceptance is still measured when the plan stops drafting. While the
+// plan keeps choosing no drafts after a probe, the wait doubles, up to probeMax, so that a
+// drafter that never pays costs a fraction of a percent; drafting by plan resets it.
+const (
+	probeEvery = 16
+	probeMax   = 512
+)
+
+// probing says whether the sequence has gone long enough without drafts to probe one.
+func (st *seqState) probing() bool { return st.idle >= max(st.probe, probeEvery) }
+
+// planned takes the step's plan of k drafts for the sequence: a probe doubles the wait for
+// the next one, drafting by plan resets it.
+func (st *seqState) planned(k int) {
+	switch {
+	case k > 0 && st.probing(): // a probe (or a plan that drafts again just then)
+		st.probe = min(2*max(st.probe, probeEvery), probeMax)
+	case k > 0:
+		st.probe = probeEvery
+	}
+}
 
 // Run is the scheduler's loop; it returns when Close is called (or ctx is done).
 func (s *Scheduler) Run() {
@@ -214,7 +234,10 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 		}
 	}
 	if s.o.Cost != nil {
-		ks = s.o.Cost.Plan(plans, len(decoding), func(i int) bool { return decoding[i].seq.idle >= probeEvery })
+		ks = s.o.Cost.Plan(plans, len(decoding), func(i int) bool { return decoding[i].seq.probing() })
+		for i, j := range decoding {
+			j.seq.planned(ks[i])
+		}
 	}
 	for i, j := range decoding { // no cost model, or a fixed draft length: K every step
 		if j.seq.drafter != nil && (s.o.Cost == nil || j.req.FixedK) {
