@@ -76,16 +76,14 @@ type Medusa struct {
 // Name is "medusa".
 func (m *Medusa) Name() string { return "medusa" }
 
-// Propose returns the first min(k, K) heads' argmax tokens (all K heads run in one submit).
+// Propose returns the first min(k, K) heads' argmax tokens (only those heads run, in one
+// submit).
 func (m *Medusa) Propose(ctx []int, k int) ([]int, []float32, error) {
 	if k <= 0 || len(ctx) < 2 {
 		return nil, nil, nil
 	}
-	ids, err := m.heads.Draft(m.sess, len(ctx)-2)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ids[:min(k, len(ids))], nil, nil
+	ids, err := m.heads.Draft(m.sess, len(ctx)-2, k)
+	return ids, nil, err
 }
 
 // Accept does nothing: the heads keep no state between steps.

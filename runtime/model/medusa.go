@@ -21,7 +21,8 @@ import (
 //	    logits = Out_k z   (v2: target.LMHead() z)   matvec
 //	    ids[k] = argmax(logits)                      argmax_rows
 //
-// The program is recorded once (its Step block always has M = 1).
+// The programs are recorded once (their Step block always has M = 1): the norm, then one per
+// head, so that a call for n drafts runs only the first n heads.
 type Medusa struct {
 	t      *Model
 	K, R   int
@@ -33,7 +34,8 @@ type Medusa struct {
 	logits *webgpu.Buffer // [vocab]
 	ids    *webgpu.Buffer // [K] u32
 	stage  *webgpu.Buffer // map-read copy of ids
-	prog   *runtime.Program
+	norm   *runtime.Program   // rmsnorm of the row
+	heads  []*runtime.Program // [K]: head k's blocks, output layer and argmax
 	owned  []*webgpu.Buffer
 	lins   []*runtime.Linear
 }
@@ -142,7 +144,7 @@ func (md *Medusa) record() error {
 	if err != nil {
 		return err
 	}
-	md.prog = p
+	md.norm = p
 	dim := uint32(c.Dim)
 	rows := func(s *runtime.StepBlock) (uint32, uint32, uint32) { return runtime.CeilDiv(dim, 64), s.M, 1 }
 	err = p.Add(runtime.KernelCall{
@@ -154,6 +156,10 @@ func (md *Medusa) record() error {
 		return err
 	}
 	for k := range md.K {
+		if p, err = t.d.NewProgram(); err != nil {
+			return err
+		}
+		md.heads = append(md.heads, p)
 		src := md.h
 		for j, b := range md.blocks[k] {
 			dst := md.z[j%2]
@@ -194,14 +200,24 @@ func (md *Medusa) record() error {
 // Heads is K, the number of heads (drafts per call).
 func (md *Medusa) Heads() int { return md.K }
 
-// Dispatches is the number of dispatches of one Draft.
-func (md *Medusa) Dispatches() int { return md.prog.Len() }
+// Dispatches is the number of dispatches of a Draft of all K heads.
+func (md *Medusa) Dispatches() int {
+	n := md.norm.Len()
+	for _, h := range md.heads {
+		n += h.Len()
+	}
+	return n
+}
 
-// Draft runs every head on the target's hidden state of session sess at position pos, which
-// must be one of its rows in the target's last step (see Session.LastRows), and returns the K
-// heads' argmax tokens: head k predicts the token at pos + 2 + k.
-func (md *Medusa) Draft(sess *Session, pos int) ([]int, error) {
+// Draft runs the first n heads (at most K) on the target's hidden state of session sess at
+// position pos, which must be one of its rows in the target's last step (see
+// Session.LastRows), and returns their argmax tokens: head k predicts the token at
+// pos + 2 + k. Heads not asked for cost nothing (on this model each is an LM head's work).
+func (md *Medusa) Draft(sess *Session, pos, n int) ([]int, error) {
 	t, c := md.t, md.t.Cfg
+	if n = min(n, md.K); n < 1 {
+		return nil, nil
+	}
 	if sess.m != t {
 		return nil, fmt.Errorf("%w: Medusa heads draft for a session of their own target model", ErrBadInput)
 	}
@@ -214,16 +230,19 @@ func (md *Medusa) Draft(sess *Session, pos int) ([]int, error) {
 	rowBytes := uint64(4 * c.Dim)
 	enc := t.d.NewEncoder()
 	enc.Copy(t.x, uint64(r)*rowBytes, md.row, 0, rowBytes)
-	md.prog.Encode(enc, &runtime.StepBlock{M: 1}, nil)
-	enc.Copy(md.ids, 0, md.stage, 0, md.stage.Size)
+	md.norm.Encode(enc, &runtime.StepBlock{M: 1}, nil)
+	for _, h := range md.heads[:n] {
+		h.Encode(enc, &runtime.StepBlock{M: 1}, nil)
+	}
+	enc.Copy(md.ids, 0, md.stage, 0, uint64(4*n))
 	if err := enc.Submit(); err != nil {
 		return nil, err
 	}
-	raw := make([]byte, 4*md.K)
+	raw := make([]byte, 4*n)
 	if err := md.stage.Read(0, raw); err != nil {
 		return nil, err
 	}
-	out := make([]int, md.K)
+	out := make([]int, n)
 	for i := range out {
 		out[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
 		if out[i] >= c.Vocab {
@@ -241,5 +260,10 @@ func (md *Medusa) Release() {
 	for _, b := range md.owned {
 		b.Release()
 	}
-	md.lins, md.owned = nil, nil
+	for _, p := range append([]*runtime.Program{md.norm}, md.heads...) {
+		if p != nil {
+			p.Release()
+		}
+	}
+	md.lins, md.owned, md.norm, md.heads = nil, nil, nil, nil
 }
