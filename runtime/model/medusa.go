@@ -31,9 +31,9 @@ type Medusa struct {
 	row    *webgpu.Buffer    // [dim]: the hidden row read
 	h      *webgpu.Buffer    // [dim]: rmsnorm(row)
 	z      [2]*webgpu.Buffer
-	logits *webgpu.Buffer // [vocab]
-	ids    *webgpu.Buffer // [K] u32
-	stage  *webgpu.Buffer // map-read copy of ids
+	logits *webgpu.Buffer     // [vocab]
+	ids    *webgpu.Buffer     // [K] u32
+	stage  *webgpu.Buffer     // map-read copy of ids
 	norm   *runtime.Program   // rmsnorm of the row
 	heads  []*runtime.Program // [K]: head k's blocks, output layer and argmax
 	owned  []*webgpu.Buffer
