@@ -2,6 +2,9 @@
 
 package distill
 
+// useAVX2 is false off amd64: the plain Go kernels run (the tests switch it like on amd64).
+var useAVX2 = false
+
 func kernel6x16(k int, a, b, tile []float32) { kernel6x16Go(k, a, b, tile) }
 
 func kernelFull(k int, a, b, c []float32, ldc int, acc bool) bool { return false }
