@@ -93,6 +93,21 @@ func tokenIDsJSON(ids []int) any {
 }
 
 // writeJSONFile writes v as indented JSON.
+// editConfig rewrites the config.json in dir as edit changes its fields.
+func editConfig(dir string, edit func(j map[string]any)) error {
+	path := filepath.Join(dir, ConfigFileName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var j map[string]any
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("%s: %w: %v", path, ErrBadConfig, err)
+	}
+	edit(j)
+	return writeJSONFile(path, j)
+}
+
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

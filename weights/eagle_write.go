@@ -2,9 +2,7 @@ package weights
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -24,25 +22,18 @@ func WriteEagle(dir string, e *Eagle, o EagleWriteOptions) error {
 	if err := WriteConfig(dir, &c); err != nil {
 		return err
 	}
-	path := filepath.Join(dir, ConfigFileName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var j map[string]any
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	j["bias"] = e.FCBias != nil
-	if e.Kind == EagleKind3 {
-		j["architectures"] = []string{"LlamaForCausalLMEagle3"}
-		j["draft_vocab_size"] = e.DraftVocab
-		j["target_hidden_size"] = e.TargetHidden
-		if e.AuxLayerIDs != nil {
-			j["eagle_config"] = map[string]any{"eagle_aux_hidden_state_layer_ids": e.AuxLayerIDs, "use_aux_hidden_state": true}
+	err := editConfig(dir, func(j map[string]any) {
+		j["bias"] = e.FCBias != nil
+		if e.Kind == EagleKind3 {
+			j["architectures"] = []string{"LlamaForCausalLMEagle3"}
+			j["draft_vocab_size"] = e.DraftVocab
+			j["target_hidden_size"] = e.TargetHidden
+			if e.AuxLayerIDs != nil {
+				j["eagle_config"] = map[string]any{"eagle_aux_hidden_state_layer_ids": e.AuxLayerIDs, "use_aux_hidden_state": true}
+			}
 		}
-	}
-	if err := writeJSONFile(path, j); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 

@@ -116,17 +116,7 @@ func ReadTargetID(dir string) (*TargetID, error) {
 
 // WriteTargetID adds (or replaces) wspec_target in the config.json already in dir.
 func WriteTargetID(dir string, id TargetID) error {
-	path := filepath.Join(dir, ConfigFileName)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var j map[string]any
-	if err := json.Unmarshal(b, &j); err != nil {
-		return fmt.Errorf("%s: %w: %v", path, ErrBadConfig, err)
-	}
-	j[TargetIDKey] = id
-	return writeJSONFile(path, j)
+	return editConfig(dir, func(j map[string]any) { j[TargetIDKey] = id })
 }
 
 // CheckTargetID checks that the drafter in dir may run on the target of config c in
