@@ -4,31 +4,18 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/devtest"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
 
-var loopSharedDevice *runtime.Device
-
-// loopDevice opens the WSPEC_ADAPTER device once for the package's tests. A machine without
-// one fails them (CI has lavapipe): they never skip.
-func loopDevice(t testing.TB) *runtime.Device {
-	t.Helper()
-	if loopSharedDevice == nil {
-		d, err := runtime.OpenDevice(runtime.AdapterChoice(os.Getenv("WSPEC_ADAPTER")))
-		if err != nil {
-			t.Fatalf("no WebGPU device: %v", err)
-		}
-		loopSharedDevice = d
-	}
-	return loopSharedDevice
-}
+// loopDevice is the package's tests' device (devtest.Device).
+func loopDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
 // fakeTarget is the pure-Go Target: ref.LlamaState for the forward pass, ref.Sample and
 // ref.RejectionSample for the device's sampler, with the device's position keys (row j of a

@@ -11,23 +11,11 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/devtest"
 )
 
-var sharedDevice *runtime.Device
-
-// testDevice opens the default adapter (or WSPEC_ADAPTER's) once. A machine without one
-// fails: CI has lavapipe, so these tests never skip.
-func testDevice(t testing.TB) *runtime.Device {
-	t.Helper()
-	if sharedDevice == nil {
-		d, err := runtime.OpenDevice(runtime.AdapterChoice(os.Getenv("WSPEC_ADAPTER")))
-		if err != nil {
-			t.Fatalf("no WebGPU device (run ./setup.sh): %v", err)
-		}
-		sharedDevice = d
-	}
-	return sharedDevice
-}
+// testDevice is the package's tests' device (devtest.Device).
+func testDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
 // TestPortability runs every case on the adapter and fails on any failing one. Set
 // WSPEC_SELFTEST to a filter to run a subset, WSPEC_SELFTEST_JSON to a path to keep the report.

@@ -8,26 +8,14 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/devtest"
 	"github.com/wspec/wspec/spec"
 )
 
 const storiesDir = "../../.wspec/models/stories15M"
 
-var sharedDevice *runtime.Device
-
-// testDevice opens the WSPEC_ADAPTER device once for the package's tests. A machine without
-// one fails them (CI has lavapipe): they never skip.
-func testDevice(t testing.TB) *runtime.Device {
-	t.Helper()
-	if sharedDevice == nil {
-		d, err := runtime.OpenDevice(runtime.AdapterChoice(os.Getenv("WSPEC_ADAPTER")))
-		if err != nil {
-			t.Fatalf("no WebGPU device: %v", err)
-		}
-		sharedDevice = d
-	}
-	return sharedDevice
-}
+// testDevice is the package's tests' device (devtest.Device).
+func testDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
 // stories loads stories15M (run ./setup.sh first) on the package's device with speculation
 // sc; the test's cleanup closes it.

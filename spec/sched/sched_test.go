@@ -4,34 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/devtest"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 )
 
-var sharedDevice *runtime.Device
-
-// testDevice opens the WSPEC_ADAPTER device once for the package's tests. A machine without
-// one fails them (CI has lavapipe): they never skip.
-func testDevice(t testing.TB) *runtime.Device {
-	t.Helper()
-	if sharedDevice == nil {
-		d, err := runtime.OpenDevice(runtime.AdapterChoice(os.Getenv("WSPEC_ADAPTER")))
-		if err != nil {
-			t.Fatalf("no WebGPU device: %v", err)
-		}
-		sharedDevice = d
-	}
-	return sharedDevice
-}
+// testDevice is the package's tests' device (devtest.Device).
+func testDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
 // cfg is a small Llama whose greedy text soon repeats itself (tied embeddings), so the ngram
 // drafter's drafts often pass.
