@@ -263,19 +263,18 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
-// TestStories15MSpeed decodes 200 tokens with a model of stories15M's shape.
-func TestStories15MSpeed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow")
-	}
+// BenchmarkStories15MShape: the reference decoding 220 sampled tokens with a model of
+// stories15M's shape (random weights), for scale beside the device.
+func BenchmarkStories15MShape(b *testing.B) {
 	cfg := weights.Config{Arch: "llama", Dim: 288, HiddenDim: 768, NLayers: 6, NHeads: 6, NKVHeads: 6,
 		HeadDim: 48, Vocab: 32000, MaxSeq: 256, RopeTheta: 10000, RMSEps: 1e-5, TieEmbed: true}
 	w := RandomLlama(cfg, 6)
-	start := time.Now()
-	out := Generate(w, []int{1}, 220, SamplingParams{Temperature: 1, TopP: 0.9}, 1, nil)
-	el := time.Since(start)
-	t.Logf("%v: %d tokens in %v (%.1f tokens/s)", w, len(out), el, float64(len(out))/el.Seconds())
-	if len(out) != 220 {
-		t.Errorf("%d tokens", len(out))
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		out := Generate(w, []int{1}, 220, SamplingParams{Temperature: 1, TopP: 0.9}, 1, nil)
+		if len(out) != 220 {
+			b.Fatalf("%d tokens", len(out))
+		}
+		b.ReportMetric(float64(len(out))/time.Since(start).Seconds(), "tok/s")
 	}
 }
