@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,16 @@ func runDistillTrain(args []string) error {
 	}
 	if *data == "" || *out == "" {
 		return fmt.Errorf("--data and --out are required")
+	}
+	switch bad := func(x float64) bool { return x < 0 || math.IsNaN(x) || math.IsInf(x, 0) }; {
+	case *tv < 0:
+		return fmt.Errorf("--train-vocab %d: want 0 (all) or a positive count", *tv)
+	case bad(*noise):
+		return fmt.Errorf("--noise %v: want a finite amplitude >= 0", *noise)
+	case bad(*depth1):
+		return fmt.Errorf("--depth1-epochs %v: want a finite count >= 0", *depth1)
+	case bad(*wd):
+		return fmt.Errorf("--weight-decay %v: want a finite value >= 0", *wd)
 	}
 	t, err := loadDistillTarget(*modelDir)
 	if err != nil {

@@ -71,8 +71,9 @@ func Train(tr Trainer, d *Dataset, train, val []int, o TrainOptions) ([]Point, e
 	if len(train) == 0 {
 		return nil, fmt.Errorf("distill: no training sequences")
 	}
-	if o.BatchRows <= 0 || o.Epochs <= 0 || o.LR <= 0 {
-		return nil, fmt.Errorf("distill: training needs positive epochs, batch rows and learning rate (got %v, %d, %v)", o.Epochs, o.BatchRows, o.LR)
+	positive := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) } // NaN is not
+	if o.BatchRows <= 0 || !positive(o.Epochs) || !positive(float64(o.LR)) {
+		return nil, fmt.Errorf("distill: training needs finite positive epochs, batch rows and learning rate (got %v, %d, %v)", o.Epochs, o.BatchRows, o.LR)
 	}
 	if o.Warmup == 0 {
 		o.Warmup = 0.05

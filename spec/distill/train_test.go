@@ -38,3 +38,26 @@ func TestTrainingLowersLoss(t *testing.T) {
 		}
 	}
 }
+
+// Training options out of range (NaN and infinities included) are refused before a step.
+func TestTrainRefusesBadOptions(t *testing.T) {
+	w, d := tinyTarget(t, []int{0, 1, 2})
+	all := make([]int, d.Seqs())
+	for i := range all {
+		all[i] = i
+	}
+	md, _ := NewMedusa(w, d, MedusaOptions{Heads: 2})
+	good := TrainOptions{Epochs: 1, BatchRows: 40, LR: 1e-3, Seed: 1}
+	for _, bad := range []TrainOptions{
+		{Epochs: math.NaN(), BatchRows: 40, LR: 1e-3}, {Epochs: 0, BatchRows: 40, LR: 1e-3},
+		{Epochs: math.Inf(1), BatchRows: 40, LR: 1e-3}, {Epochs: 1, BatchRows: 0, LR: 1e-3},
+		{Epochs: 1, BatchRows: 40, LR: math.NaN()}, {Epochs: 1, BatchRows: 40, LR: -1},
+	} {
+		if _, err := Train(md, d, all, all, bad); err == nil {
+			t.Errorf("%+v trained", bad)
+		}
+	}
+	if _, err := Train(md, d, all, all, good); err != nil {
+		t.Errorf("%+v: %v", good, err)
+	}
+}
