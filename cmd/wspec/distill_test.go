@@ -20,3 +20,15 @@ func TestDistillTrainFlags(t *testing.T) {
 		}
 	}
 }
+
+// `wspec distill eval` refuses out-of-range flags before it reads a model.
+func TestDistillEvalFlags(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"--max-new=0", "--max-new 0"}, {"--max-new=-3", "--max-new -3"},
+		{"--k-max=0", "--k-max 0"}, {"--k-max=99", "--k-max 99"},
+	} {
+		if err := runDistillEval([]string{"--dir", t.TempDir(), tc.flag}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.flag, err, tc.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/distill"
 )
 
@@ -161,8 +162,13 @@ func runDistillEval(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *dir == "" {
+	switch {
+	case *dir == "":
 		return fmt.Errorf("--dir is required")
+	case *maxNew < 1:
+		return fmt.Errorf("--max-new %d: want at least 1", *maxNew)
+	case *kmax < 1 || *kmax > spec.MaxSpeculativeTokens:
+		return fmt.Errorf("--k-max %d: want 1..%d", *kmax, spec.MaxSpeculativeTokens)
 	}
 	t, err := loadDistillTarget(*modelDir)
 	if err != nil {

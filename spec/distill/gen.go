@@ -105,6 +105,20 @@ func Generate(t *Llama, id weights.TargetID, prompts [][]int, o GenOptions) (*Da
 	if o.K == 0 {
 		o.K = 32
 	}
+	t32 := float64(o.Temperature)
+	switch {
+	case !(t32 > 0) || math.IsInf(t32, 0):
+		return nil, fmt.Errorf("distill: temperature %v (want a finite value > 0)", o.Temperature)
+	case !(o.TopP > 0 && o.TopP <= 1):
+		return nil, fmt.Errorf("distill: top-p %v (want (0, 1])", o.TopP)
+	case o.K < 1 || o.K > c.Vocab:
+		return nil, fmt.Errorf("distill: %d teacher probabilities per position (want 1..%d)", o.K, c.Vocab)
+	case o.Batch < 1 || o.MaxLen < 2:
+		return nil, fmt.Errorf("distill: batch %d, sequences of %d positions", o.Batch, o.MaxLen)
+	case o.Greedy < 0 || o.Sampled < 0 || o.Mixed < 0 || o.Greedy+o.Sampled+o.Mixed == 0:
+		return nil, fmt.Errorf("distill: %d greedy, %d sampled and %d mixed sequences per prompt (want some, none negative)",
+			o.Greedy, o.Sampled, o.Mixed)
+	}
 	for _, a := range o.Aux {
 		if a < 0 || a >= c.NLayers {
 			return nil, fmt.Errorf("distill: aux layer %d of a %d-layer target", a, c.NLayers)

@@ -4,6 +4,9 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
 )
 
 // A short training run on a tiny target's data: every trainer's validation loss (here the
@@ -59,5 +62,30 @@ func TestTrainRefusesBadOptions(t *testing.T) {
 	}
 	if _, err := Train(md, d, all, all, good); err != nil {
 		t.Errorf("%+v: %v", good, err)
+	}
+}
+
+// Generation options out of range are refused before any sequence runs.
+func TestGenerateRefusesBadOptions(t *testing.T) {
+	cfg := weights.Config{Arch: "llama", Dim: 16, HiddenDim: 24, NLayers: 3, NHeads: 2, NKVHeads: 2, HeadDim: 8,
+		Vocab: 40, MaxSeq: 32, RopeTheta: 10000, RMSEps: 1e-5, TieEmbed: true, BOS: 1, EOS: []int{2}}
+	w := ref.RandomLlama(cfg, 11)
+	m, err := NewLlama(w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, prompts := weights.TargetIDOfWeights("tiny", w), [][]int{{1, 5, 9}}
+	nan := float32(math.NaN())
+	for _, o := range []GenOptions{
+		{Greedy: 1, Temperature: nan}, {Sampled: 1, Temperature: -1}, {Sampled: 1, Temperature: float32(math.Inf(1))},
+		{Sampled: 1, TopP: nan}, {Sampled: 1, TopP: 1.5}, {Greedy: 1, K: 41}, {Greedy: 1, K: -1},
+		{Greedy: 1, Batch: -1}, {Greedy: 1, MaxLen: -4}, {}, {Greedy: -1, Sampled: 2}, {Greedy: 1, Aux: []int{3}},
+	} {
+		if _, err := Generate(m, id, prompts, o); err == nil {
+			t.Errorf("%+v generated", o)
+		}
+	}
+	if d, err := Generate(m, id, prompts, GenOptions{Greedy: 1, Sampled: 1, MaxLen: 8, K: 4}); err != nil || d.Seqs() != 2 {
+		t.Errorf("good options: %v", err)
 	}
 }
