@@ -52,6 +52,12 @@ type specBenchRow struct {
 // newSpecBench checks the flags of a drafter benchmark.
 func newSpecBench(model, adapter, dtype, promptFile string, maxPrompts int, drafters, ks, temps string, tokens int) (*specBench, error) {
 	b := &specBench{model: model, adapter: adapter, dtype: dtype, tokens: tokens, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
+	switch {
+	case tokens < 1:
+		return nil, fmt.Errorf("--tokens %d: want at least 1", tokens)
+	case maxPrompts < 0:
+		return nil, fmt.Errorf("--max-prompts %d: want 0 (all) or more", maxPrompts)
+	}
 	var err error
 	if b.prompts, err = readPrompts(promptFile, maxPrompts); err != nil {
 		return nil, err

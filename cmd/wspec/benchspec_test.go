@@ -41,6 +41,12 @@ func TestNewSpecBenchRefuses(t *testing.T) {
 			t.Errorf("%+v: got %v", tc, err)
 		}
 	}
+	if _, err := newSpecBench("", "", "f32", p, 0, "ngram", "4", "0", 0); err == nil || !strings.Contains(err.Error(), "--tokens 0") {
+		t.Errorf("--tokens 0: got %v", err)
+	}
+	if _, err := newSpecBench("", "", "f32", p, -1, "ngram", "4", "0", 16); err == nil || !strings.Contains(err.Error(), "--max-prompts -1") {
+		t.Errorf("--max-prompts -1: got %v", err)
+	}
 }
 
 // The plot is well-formed SVG with a line per drafter and temperature, and the table has a
