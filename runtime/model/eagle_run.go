@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -21,10 +22,20 @@ import (
 // leaves attention scores unchanged). The drafts are guesses either way; the target's
 // verification keeps the output exact.
 func (s *EagleSeq) Sync(ctx []int) error {
+	enc := s.e.d.NewEncoder()
+	if encoded, err := s.syncInto(enc, ctx); err != nil || !encoded {
+		return err
+	}
+	return enc.Submit()
+}
+
+// syncInto is Sync encoding the catch-up into enc (the caller submits it when encoded is
+// true); the head's state already counts the catch-up when it returns.
+func (s *EagleSeq) syncInto(enc *webgpu.Encoder, ctx []int) (encoded bool, err error) {
 	e := s.e
 	N := len(ctx)
 	if N == 0 {
-		return fmt.Errorf("%w: empty context", ErrBadInput)
+		return false, fmt.Errorf("%w: empty context", ErrBadInput)
 	}
 	s.ready, s.cache, s.synced = false, nil, N
 	keep := max(0, min(s.committed, N-1)-s.base)
@@ -33,29 +44,29 @@ func (s *EagleSeq) Sync(ctx []int) error {
 	row0, pos0, rows := s.target.LastRows()
 	end := min(N-1, pos0+rows) // positions < end have a feature and a known next token
 	if end <= s.committed {
-		return nil
+		return false, nil
 	}
 	if s.committed < pos0 { // a gap: restart the cache at the first position with a feature
 		if end <= pos0 {
-			return nil
+			return false, nil
 		}
 		s.seq.Truncate(0)
 		s.base, s.committed = pos0, pos0
 	}
 	m := end - s.committed
 	if m > e.t.Opts.PrefillChunk {
-		return fmt.Errorf("runtime: eagle catch-up of %d rows exceeds the chunk of %d", m, e.t.Opts.PrefillChunk)
+		return false, fmt.Errorf("runtime: eagle catch-up of %d rows exceeds the chunk of %d", m, e.t.Opts.PrefillChunk)
 	}
 	toks := make([]uint32, m)
 	for i, t := range ctx[s.committed+1 : end+1] {
 		if t < 0 || t >= e.t.Cfg.Vocab {
-			return fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, e.t.Cfg.Vocab)
+			return false, fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, e.t.Cfg.Vocab)
 		}
 		toks[i] = uint32(t)
 	}
 	local := s.committed - s.base
 	if err := s.reserve(local + m); err != nil {
-		return err
+		return false, err
 	}
 	b := &e.bufs
 	b.tok.Write(0, runtime.U32Bytes(toks))
@@ -64,7 +75,6 @@ func (s *EagleSeq) Sync(ctx []int) error {
 		src = e.t.aux // the residuals entering the aux layers, side by side
 	}
 	rowBytes := uint64(4 * e.featW)
-	enc := e.d.NewEncoder()
 	enc.Copy(src, uint64(row0+s.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
 	prog := e.catchM
 	if m > 9 {
@@ -73,13 +83,10 @@ func (s *EagleSeq) Sync(ctx []int) error {
 	prog.Encode(enc, &runtime.StepBlock{M: uint32(m), Pos0: uint32(local)}, nil)
 	H := uint64(4 * e.cfg.Dim)
 	enc.Copy(b.x, uint64(m-1)*H, b.fin, 0, H) // the last row's output feeds depth 2
-	if err := enc.Submit(); err != nil {
-		return err
-	}
 	s.seq.Commit(local + m)
 	s.committed = end
 	s.ready = end == N-1
-	return nil
+	return true, nil
 }
 
 // reserve grows the cache to n rows and writes the page table.
@@ -98,22 +105,35 @@ func (s *EagleSeq) reserve(n int) error {
 
 // Draft proposes up to k tokens (at most the target's MaxDraft) to follow ctx, greedily: the
 // catch-up's first draft and k-1 more depths, all in one submit, reading back only the ids.
-// It Syncs first when ctx is not the context of the last Sync; it returns no drafts when
-// the head has not seen the features of the last position (nothing to draft from). Calling
-// it again for the same context returns the same drafts.
+// When ctx is not the context of the last Sync, the catch-up goes in that same submit. It
+// returns no drafts when the head has not seen the features of the last position (nothing to
+// draft from). Calling it again for the same context returns the same drafts.
 func (s *EagleSeq) Draft(ctx []int, k int) ([]int, error) {
 	e := s.e
+	var enc *webgpu.Encoder // holds the catch-up, when there is one, for the drafts' submit
 	if len(ctx) != s.synced {
-		if err := s.Sync(ctx); err != nil {
+		enc = e.d.NewEncoder()
+		encoded, err := s.syncInto(enc, ctx)
+		if err != nil || !encoded {
+			enc.Discard()
+			enc = nil
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
-	if s.cache != nil {
+	if s.cache != nil { // the same context as the last Draft (no catch-up then)
 		return s.cache[:min(k, len(s.cache))], nil
 	}
 	k = min(k, e.maxK)
 	if !s.ready || k <= 0 {
+		if enc != nil {
+			return nil, enc.Submit()
+		}
 		return nil, nil
+	}
+	if enc == nil {
+		enc = e.d.NewEncoder()
 	}
 	local := s.committed - s.base
 	if k > 1 {
@@ -123,7 +143,6 @@ func (s *EagleSeq) Draft(ctx []int, k int) ([]int, error) {
 	}
 	b := &e.bufs
 	H := uint64(4 * e.cfg.Dim)
-	enc := e.d.NewEncoder()
 	for j := 1; j < k; j++ {
 		enc.Copy(b.ids, uint64(4*(j-1)), b.tok, 0, 4)
 		e.depths[j-1].Encode(enc, &runtime.StepBlock{M: 1, Pos0: uint32(local + j - 1)}, nil)

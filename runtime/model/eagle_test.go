@@ -112,8 +112,10 @@ func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeig
 			ctx = append(ctx, fed[1:keep]...)
 		}
 		ctx = append(ctx, out[0])
-		if err := h.Sync(ctx); err != nil {
-			t.Fatal(err)
+		if round%2 == 0 { // odd rounds leave the catch-up to Draft, in the drafts' submit
+			if err := h.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		k := 1 + rng.Intn(8)
 		got, err := h.Draft(ctx, k)

@@ -90,6 +90,14 @@ func (e *Encoder) Submit() error {
 	return err
 }
 
+// Discard releases an encoder that will not be submitted.
+func (e *Encoder) Discard() {
+	if e.h != nil {
+		C.w_wgpuCommandEncoderRelease(e.h)
+		e.h = nil
+	}
+}
+
 // QuerySet holds timestamp queries.
 type QuerySet struct {
 	h     C.WGPUQuerySet
