@@ -3,6 +3,8 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/wspec/wspec/runtime/batch"
 )
 
 // The Go mirrors of the kernels' uniform blocks. Every field is 4 bytes, in WGSL order, and
@@ -52,20 +54,9 @@ type SeqInfo struct {
 	Logprobs    uint32  // 0: none; 1 + n: each sampling row's logprobs and its n likeliest
 }
 
-// Adj mirrors common.wgsl's Adj: a logit adjustment of one token of a sequence.
-type Adj struct {
-	Token  uint32
-	Count  uint32  // occurrences among the tokens generated before the step
-	Prompt uint32  // 1: the token is in the prompt
-	Bias   float32 // added to its logit
-}
-
 // LogprobStride is the words per logits row in sample_rows.wgsl's lp output: lp(draft),
 // lp(token), then MaxTopLogprobs pairs (id, lp).
-const (
-	MaxTopLogprobs = 20
-	LogprobStride  = 2 + 2*MaxTopLogprobs
-)
+const LogprobStride = 2 + 2*batch.MaxTopLogprobs
 
 // RowResult mirrors sample_rows.wgsl's RowResult: what the sampler's pick reads of a row.
 type RowResult struct {
@@ -125,7 +116,7 @@ func ParamBytes(v any) []byte {
 type CopyRowsParams struct{ Width, SrcStride, DstStride, DstOff uint32 }
 
 // ChainParams mirrors chain_next.wgsl's Params.
-type ChainParams struct{ Cap, A, B, C uint32 }
+type ChainParams struct{ OutStride, ChainStride, A, B uint32 }
 
 // ArgmaxParams mirrors argmax_rows.wgsl's Params.
 type ArgmaxParams struct{ Cols, OutOff, A, B uint32 }

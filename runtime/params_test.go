@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/wgsl"
 )
 
@@ -69,7 +70,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"common", "RowInfo", RowInfo{}, nil},
 		{"common", "Block", AttnBlock{}, nil},
 		{"common", "SeqInfo", SeqInfo{}, nil},
-		{"common", "Adj", Adj{}, nil},
+		{"common", "Adj", batch.Adj{}, nil},
 		{"chain_next", "Params", ChainParams{}, nil},
 		{"sample_io", "RowResult", RowResult{}, []string{"sample_rows", "sample_draw"}},
 		{"sample_pick", "RowResult", RowResult{}, nil},
@@ -132,7 +133,14 @@ func TestLogprobStride(t *testing.T) {
 	if m == nil || m[1] != fmt.Sprint(LogprobStride) {
 		t.Fatalf("sample_io.wgsl's LP_STRIDE %v, runtime.LogprobStride %d", m, LogprobStride)
 	}
-	if !strings.Contains(src, fmt.Sprintf("min(n, %du)", MaxTopLogprobs)) {
-		t.Fatalf("sample_io.wgsl does not cap the top logprobs at %d", MaxTopLogprobs)
+	if !strings.Contains(src, fmt.Sprintf("min(n, %du)", batch.MaxTopLogprobs)) {
+		t.Fatalf("sample_io.wgsl does not cap the top logprobs at %d", batch.MaxTopLogprobs)
+	}
+}
+
+// TestStepBlockBytes: EncodeFrom copies StepBlockBytes bytes of a StepBlock's image.
+func TestStepBlockBytes(t *testing.T) {
+	if n := len(ParamBytes(StepBlock{})); n != StepBlockBytes {
+		t.Fatalf("a StepBlock is %d bytes, StepBlockBytes says %d", n, StepBlockBytes)
 	}
 }

@@ -110,8 +110,25 @@ func (p *Program) Names() []string {
 
 // Encode writes the Step block and appends every dispatch with a non-empty grid to enc, all in
 // one compute pass, or one pass per dispatch with timestamps when qs is given (profiling).
+// The Step block is written through the queue, before the submit: a program encoded twice in
+// one submit with different blocks must use EncodeFrom.
 func (p *Program) Encode(enc *webgpu.Encoder, s *StepBlock, qs *webgpu.QuerySet) {
 	p.Step.Write(0, ParamBytes(*s))
+	p.encode(enc, s, qs)
+}
+
+// EncodeFrom is Encode with the Step block copied, in enc's order, from src at byte offset
+// off (which must hold ParamBytes(*s)): so one program can run several times in one submit
+// with a different block each time (the drafters' heads, one sequence after another).
+func (p *Program) EncodeFrom(enc *webgpu.Encoder, s *StepBlock, src *webgpu.Buffer, off uint64) {
+	enc.Copy(src, off, p.Step, 0, StepBlockBytes)
+	p.encode(enc, s, nil)
+}
+
+// StepBlockBytes is the size of a StepBlock's image.
+const StepBlockBytes = 32
+
+func (p *Program) encode(enc *webgpu.Encoder, s *StepBlock, qs *webgpu.QuerySet) {
 	var pass *webgpu.Pass
 	if qs == nil {
 		pass = enc.BeginPass(nil, 0)

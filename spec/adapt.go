@@ -62,7 +62,7 @@ func (a *Acceptance) Chain(j int) float64 {
 
 // CostModel is what a step costs on this engine: Fixed + PerRow x rows, and a drafter's call
 // for n tokens DraftCall + PerDraft x n. It starts from a calibration (Calibrate) and learns
-// from the steps and drafts it is told about: the mean time of each row count (and of each
+// from the batch and drafts it is told about: the mean time of each row count (and of each
 // draft length), fitted by a line.
 type CostModel struct {
 	mu        sync.Mutex

@@ -102,7 +102,7 @@ func TestPlanBatch(t *testing.T) {
 	}
 	for i, k := range c.Plan(seqs, len(seqs), nil) {
 		if k != 0 {
-			t.Errorf("batch of 16, sequence %d: k %d, want 0", i, k)
+			t.Errorf("steps of 16, sequence %d: k %d, want 0", i, k)
 		}
 	}
 	ks := c.Plan(seqs, len(seqs), func(i int) bool { return i == 3 })

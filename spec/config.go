@@ -21,8 +21,9 @@ const (
 //
 //	--speculative-config '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":3}'
 //
-// "mode" is accepted as another name of "method". Call Validate (or use ParseConfig) before
-// use: it fills the defaults.
+// "mode" is accepted as another name of "method". Validate is the one check of a config: call
+// it where the config enters (spec/engine.Load does); it fills the defaults, and nothing
+// after it checks the config again.
 type Config struct {
 	Mode                 string `json:"method"`
 	NumSpeculativeTokens int    `json:"num_speculative_tokens"`
@@ -70,18 +71,6 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	*c = Config{Mode: mode, NumSpeculativeTokens: j.NumSpeculativeTokens, Model: j.Model,
 		PromptLookupMin: j.PromptLookupMin, PromptLookupMax: j.PromptLookupMax}
 	return nil
-}
-
-// ParseConfig reads a --speculative-config JSON object and validates it (filling defaults).
-func ParseConfig(s string) (Config, error) {
-	var c Config
-	if err := c.UnmarshalJSON([]byte(s)); err != nil {
-		return Config{}, err
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
 }
 
 // Validate fills the defaults and checks c:

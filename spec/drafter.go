@@ -1,3 +1,11 @@
+// Package spec is speculative decoding's contract and its model-free parts: the drafter
+// interfaces and the registry of methods (the one list of modes), their configuration, the
+// n-gram drafter, the metrics, and the planner that sizes each step's drafts to what pays.
+// The loop is the scheduler's (spec/sched): each step it asks the method for drafts for every
+// sequence that drafts, verifies them all in one target step whose rejection sampler keeps
+// the output distribution exactly the target's, and tells each drafter what was accepted.
+// Drafters that run on the device (draft model, Medusa, EAGLE, EAGLE-3) are in spec/neural.
+// This package is pure Go: the scheduler and its tests need no device.
 package spec
 
 import (
@@ -7,66 +15,83 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/weights"
 )
 
 // A speculative method goes through three stages, so that a bad drafter checkpoint is
-// reported before the target model is read, its weights are on the device once, and every
+// reported before the target model is read, its weights go on the device once, and every
 // sequence drafts with state of its own:
 //
 //	err := cfg.Validate()                     // where the config enters (fills defaults)
 //	ck, err := spec.Open(cfg, targetConfig)   // read and check the checkpoint (host memory)
-//	target := model.New(..., AuxLayers: ck.AuxLayers())
-//	m, err := ck.Load(target)                 // the drafter's weights on the target's device
-//	d, err := m.NewDrafter(session)           // one sequence's drafter
-//	... Decode(ctx, session, d, ...); d.Release()
+//	target := model.New(..., ck.Needs())      // the target, with what the drafter reads
+//	m, err := neural.Load(ck, target)         // the drafter's weights on the target's device
+//	d, err := m.NewDrafter()                  // one sequence's drafter
+//	... m.Propose([]Proposal{{Drafter: d, ...}, ...}); d.Accept(ctx); ...; d.Release()
 //	m.Release()
 
-// Drafter proposes the tokens the target model verifies, for one sequence.
+// Drafter is one sequence's drafting state (an EAGLE head's KV pages, a draft model's
+// sequence), made by its Method and handed back to it in each Proposal.
 type Drafter interface {
-	// Name is the mode the drafter was registered under ("ngram", ...).
-	Name() string
-	// Propose drafts at most k tokens to follow ctx, the whole sequence so far (prompt and
-	// output; the drafter must not modify it). q is [len(drafts), vocab]: row j is the
-	// (processed) distribution drafts[j] was sampled from; nil means one-hot on the drafts
-	// (argmax or lookup drafters). Zero drafts is fine: the step then decodes one token.
-	Propose(ctx []int, k int) (drafts []int, q []float32, err error)
+	// Keep is the feature slot the target's steps of the sequence fill for the drafter
+	// (batch.SeqStep.Keep): the target's features it drafts from. 0: it reads none.
+	Keep() batch.Slot
 	// Accept tells the drafter the sequence is now ctx (final: the accepted drafts and the
 	// target's token), so it can roll back whatever state it kept past the accepted prefix.
 	// It is also called once after the prompt's prefill.
 	Accept(ctx []int) error
-	// Release frees what the drafter holds for its sequence (KV pages, a session). The
-	// drafter is unusable afterwards; releasing twice is harmless.
+	// Release frees what the drafter holds for its sequence (KV pages, a slot). The drafter
+	// is unusable afterwards; releasing twice is harmless.
 	Release()
 }
 
-// Method is a speculative method loaded next to a target model: what every sequence's
-// drafter shares (weights on the device, recorded programs).
+// Proposal is one sequence's part of a Method.Propose call.
+type Proposal struct {
+	Drafter  Drafter
+	Ctx      []int          // the whole sequence so far, prompt and output (read only)
+	K        int            // drafts at most (>= 1)
+	Sampling batch.Sampling // how the target samples the sequence (a sampling drafter draws with its key)
+	// Set by Propose: at most K drafts to follow Ctx (none is fine: the step then decodes one
+	// token), and Q, [len(Drafts), vocab], row j the distribution draft j was drawn from, which
+	// the rejection sampler then verifies against (nil: one-hot, for argmax or lookup drafts).
+	Drafts []int
+	Q      []float32
+}
+
+// Method is a speculative method loaded next to a target model: what its sequences' drafters
+// share (weights on the device, recorded programs).
 type Method interface {
 	// Name is the mode ("ngram", "eagle3", ...).
 	Name() string
-	// NewDrafter starts the drafter of one new sequence, whose target is t (the drafter heads
-	// read its rows of the target's steps: t must then be a *model.Session).
-	NewDrafter(t Target) (Drafter, error)
+	// NewDrafter starts the drafter of one new sequence.
+	NewDrafter() (Drafter, error)
+	// Propose drafts for every proposal, each made by this method's NewDrafter. A method on
+	// the device drafts for all of them in one submit. Its error costs the step its drafts,
+	// not the requests.
+	Propose(ps []Proposal) error
 	// Release frees the method's device memory. Its drafters must be released first.
 	Release()
 }
 
+// Needs are what a drafter needs of its target model, known from its checkpoint before the
+// target is on the device.
+type Needs struct {
+	AuxLayers []int // the target layers whose entering residual stream it reads (EAGLE-3)
+	Features  bool  // it reads the target's feature slots (EAGLE, EAGLE-3, Medusa)
+}
+
 // Checkpoint is a drafter's checkpoint read into host memory and checked against the
-// target's configuration, before the target is on the device.
+// target's configuration, before the target is on the device. A model-free method's
+// Checkpoint is its Method; a device method's loads next to the target (spec/neural).
 type Checkpoint interface {
-	// AuxLayers are the target layers whose input the drafter reads (EAGLE-3's residual
-	// snapshots): what model.Options.AuxLayers must be for the target. nil for none.
-	AuxLayers() []int
-	// Load puts the drafter on the target's device.
-	Load(target *model.Model) (Method, error)
+	Needs() Needs
 }
 
 // ErrNeedsTarget is wrapped by Open's error when no target configuration is given.
 var ErrNeedsTarget = errors.New("no target model given")
 
-// Opener reads the checkpoint of a (validated) config for a target of configuration target
+// Opener reads the checkpoint of a validated config for a target of configuration target
 // (never nil).
 type Opener func(cfg Config, target *weights.Config) (Checkpoint, error)
 
@@ -109,12 +134,13 @@ func opener(name string) Opener {
 }
 
 // Open reads the checkpoint of the method cfg names, checked against the target's
-// configuration. cfg must be validated (Config.Validate fills its defaults).
+// configuration. cfg must have passed Config.Validate (which fills its defaults); Open does
+// not check it again.
 func Open(cfg Config, target *weights.Config) (Checkpoint, error) {
 	open := opener(cfg.Mode)
 	switch {
 	case open == nil:
-		return nil, fmt.Errorf("spec: unknown method %q (validate the config first)", cfg.Mode)
+		return nil, fmt.Errorf("spec: method %q is not registered (the config was not validated)", cfg.Mode)
 	case target == nil:
 		return nil, fmt.Errorf("spec: %s drafter: %w", cfg.Mode, ErrNeedsTarget)
 	}
@@ -124,15 +150,3 @@ func Open(cfg Config, target *weights.Config) (Checkpoint, error) {
 	}
 	return ck, nil
 }
-
-// stateless is the Checkpoint and Method of a drafter that needs nothing of the device.
-type stateless struct {
-	name string
-	make func() Drafter
-}
-
-func (s stateless) AuxLayers() []int                   { return nil }
-func (s stateless) Load(*model.Model) (Method, error)  { return s, nil }
-func (s stateless) Name() string                       { return s.name }
-func (s stateless) NewDrafter(Target) (Drafter, error) { return s.make(), nil }
-func (s stateless) Release()                           {}

@@ -85,9 +85,6 @@ func (b *serveBench) run(modelDir, adapter, dtype string, tokens int, sc *spec.C
 	}
 	if sc == nil {
 		sc = &spec.Config{Mode: "ngram", NumSpeculativeTokens: 4}
-		if err := sc.Validate(); err != nil {
-			return err
-		}
 	}
 	var drafts, accepted atomic.Int64
 	e, err := engine.Load(modelDir, engine.Options{Adapter: adapter, DType: dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc,

@@ -171,7 +171,7 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 	for _, temp := range b.temps {
 		accs := make([]acc, len(b.ks))
 		for pi, p := range b.prompts {
-			o := engine.GenerateOptions{MaxTokens: b.tokens, Temperature: temp, Seed: uint64(1000 + pi)}
+			o := engine.GenerateOptions{MaxTokens: b.tokens, Sampling: engine.Sampling{Temperature: temp, Seed: uint64(1000 + pi)}}
 			o.NoSpeculation = true
 			plain, err := e.Generate(ctx, p, o)
 			if err != nil {

@@ -27,13 +27,14 @@ func addSpecFlags(fs *pflag.FlagSet) *specFlags {
 	return &specFlags{fs: fs,
 		mode:  fs.String("speculative-mode", "", "speculative decoding: "+strings.Join(spec.Names(), ", ")),
 		k:     fs.IntP("num-speculative-tokens", "k", 4, "draft tokens per step (k), with a speculative mode"),
-		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3); default: the repository's spec/drafters/stories15M/<mode>"),
+		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3); default: the drafter shipped for the default model"),
 		json:  fs.String("speculative-config", "", `speculation as one JSON object, e.g. '{"method":"ngram","num_speculative_tokens":4}'`),
 	}
 }
 
-// config turns the flags into a speculative config (nil: none). Flags that would be ignored
-// are errors: -k or --draft-model without a mode, and any of them with --speculative-config.
+// config turns the flags into a speculative config (nil: none), which engine.Load validates.
+// Flags that would be ignored are errors: -k or --draft-model without a mode, and any of them
+// with --speculative-config.
 func (f *specFlags) config() (*spec.Config, error) {
 	set := func(names ...string) []string {
 		var out []string
@@ -52,8 +53,7 @@ func (f *specFlags) config() (*spec.Config, error) {
 		if err := json.Unmarshal([]byte(*f.json), &c); err != nil {
 			return nil, fmt.Errorf("--speculative-config: %w", err)
 		}
-		c = engine.WithDefaultDrafter(c)
-		return &c, c.Validate()
+		return &c, nil
 	}
 	if *f.mode == "" {
 		if c := set("num-speculative-tokens", "draft-model"); len(c) > 0 {
@@ -61,16 +61,15 @@ func (f *specFlags) config() (*spec.Config, error) {
 		}
 		return nil, nil
 	}
-	c := engine.WithDefaultDrafter(spec.Config{Mode: *f.mode, NumSpeculativeTokens: *f.k, Model: *f.draft})
-	return &c, c.Validate()
+	return &spec.Config{Mode: *f.mode, NumSpeculativeTokens: *f.k, Model: *f.draft}, nil
 }
 
 func runGenerate(args []string) error {
 	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
-	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: .wspec/models/stories15M")
-	maxTokens := fs.Int("max-tokens", 256, "new tokens at most (>= 1); generation also stops at the end of the context")
+	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec")
+	maxTokens := fs.Int("max-tokens", 256, "new tokens at most; 0: until the end of the context (where generation always stops)")
 	temperature := fs.Float32("temperature", 0, "sampling temperature; 0 is greedy")
-	topP := fs.Float32("top-p", 1, "nucleus sampling threshold in (0, 1]; 1 is off")
+	topP := fs.Float32("top-p", 1, "nucleus sampling threshold in [0, 1]; 1 is off, 0 keeps the likeliest token alone")
 	topK := fs.Int("top-k", 0, "keep the k most likely tokens; 0 is off")
 	seed := fs.Uint64("seed", 0, "random seed (the same seed and settings give the same text)")
 	minP := fs.Float32("min-p", 0, "keep tokens at least this times as likely as the likeliest; 0 is off")
@@ -96,16 +95,13 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *maxTokens < 1 {
-		return fmt.Errorf("--max-tokens %d: want at least 1", *maxTokens)
-	}
 	if *topP == 0 {
-		return fmt.Errorf("--top-p 0: want a value in (0, 1] (1 is off)")
+		*topP = engine.SmallestTopP
 	}
-	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed,
-		MinP: *minP, PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition, Stop: *stops,
-		OnText: func(s string) { fmt.Print(s) }}
-	if err := opts.Validate(); err != nil { // before the model loads
+	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, OnText: func(s string) { fmt.Print(s) },
+		Sampling: engine.Sampling{Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed, MinP: *minP,
+			PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition}}
+	if err := opts.Validate(0); err != nil { // the same check as the engine's, before the model loads
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))

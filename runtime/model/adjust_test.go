@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 )
 
@@ -19,9 +20,9 @@ func TestStepProcessorsMatchRef(t *testing.T) {
 	}
 	defer m.Release()
 	prompt := []int{1, 2, 3, 4, 5, 3}
-	smp := Sampling{Presence: 0.3, Frequency: 0.5, Repetition: 1.4, Logprobs: true, TopLogprobs: 3}
 	bias := map[int]float32{7: 2.5, 9: -100, 2: 1}
-	pen := ref.Penalties{Presence: smp.Presence, Frequency: smp.Frequency, Repetition: smp.Repetition, Bias: bias}
+	smp := batch.Sampling{PresencePenalty: 0.3, FrequencyPenalty: 0.5, RepetitionPenalty: 1.4, LogitBias: bias, Logprobs: true, TopLogprobs: 3}
+	pen := ref.Penalties{Presence: smp.PresencePenalty, Frequency: smp.FrequencyPenalty, Repetition: smp.RepetitionPenalty, Bias: bias}
 	inPrompt := map[int]bool{}
 	for _, tk := range prompt {
 		inPrompt[tk] = true
@@ -48,14 +49,14 @@ func TestStepProcessorsMatchRef(t *testing.T) {
 
 	sess := m.NewSession()
 	defer sess.Release()
-	adj := NewAdjustments(smp, bias, prompt)
+	adj := batch.NewAdjustments(smp, prompt)
 	rng := rand.New(rand.NewSource(2))
 	var got []int
-	var gotLp []TokenLogprob
+	var gotLp []batch.TokenLogprob
 	tokens := prompt
 	nd := 0
 	for len(got) < n {
-		outs, err := m.Step([]SeqStep{{Seq: sess.seq, Tokens: tokens, NDraft: nd, Sample: true, Sampling: smp, Adj: adj.List()}})
+		outs, err := m.Step([]batch.SeqStep{{Seq: sess.seq, Tokens: tokens, NDraft: nd, Sample: true, Sampling: smp, Adj: adj.List()}})
 		if err != nil {
 			t.Fatal(err)
 		}

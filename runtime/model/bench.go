@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 )
 
 // DecodeBench is a measured decode run.
@@ -33,9 +35,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // BenchDecode feeds prompt, then times n greedy decode steps one by one, then profiles one step
 // with timestamps and an empty-kernel program of the same length for the per-dispatch cost.
 func (m *Model) BenchDecode(prompt []int, n int) (DecodeBench, error) {
-	seq := m.Pool.NewSequence()
+	seq := m.Pool().NewSequence()
 	defer seq.Release()
-	out, err := m.Forward(seq, prompt, 0, nil, Sampling{})
+	out, err := m.Forward(seq, prompt, 0, nil, batch.Sampling{})
 	if err != nil {
 		return DecodeBench{}, err
 	}
@@ -43,7 +45,7 @@ func (m *Model) BenchDecode(prompt []int, n int) (DecodeBench, error) {
 	times := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
-		if out, err = m.Forward(seq, out[:1], 0, nil, Sampling{}); err != nil {
+		if out, err = m.Forward(seq, out[:1], 0, nil, batch.Sampling{}); err != nil {
 			return DecodeBench{}, err
 		}
 		times = append(times, time.Since(t0))
@@ -74,18 +76,18 @@ func (m *Model) BenchDecode(prompt []int, n int) (DecodeBench, error) {
 
 // ProfileDecode times one decode step of token at the end of seq, dispatch by dispatch, and
 // then drops it from the cache again.
-func (m *Model) ProfileDecode(seq *runtime.Sequence, token int) ([]runtime.KernelTime, error) {
+func (m *Model) ProfileDecode(seq *kv.Sequence, token int) ([]runtime.KernelTime, error) {
 	return m.ProfileStep(seq, []int{token}, 0)
 }
 
 // ProfileStep times one step of tokens (the last nDraft of them drafts) at the end of seq,
 // dispatch by dispatch, and then drops them from the cache again.
-func (m *Model) ProfileStep(seq *runtime.Sequence, tokens []int, nDraft int) ([]runtime.KernelTime, error) {
-	batch := []SeqStep{{Seq: seq, Tokens: tokens, NDraft: nDraft, Sample: true}}
-	if err := m.checkBatch(batch); err != nil {
+func (m *Model) ProfileStep(seq *kv.Sequence, tokens []int, nDraft int) ([]runtime.KernelTime, error) {
+	steps := []batch.SeqStep{{Seq: seq, Tokens: tokens, NDraft: nDraft, Sample: true}}
+	if err := m.checkBatch(steps); err != nil {
 		return nil, err
 	}
-	sp, err := m.prepare(batch)
+	sp, err := m.prepare(steps)
 	if err != nil {
 		return nil, err
 	}

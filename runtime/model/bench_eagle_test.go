@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkSpecStepStories15M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := New(testDevice(b), host, Options{AuxLayers: aux})
+	m, err := New(testDevice(b), host, Options{AuxLayers: aux, FeatureSlots: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,18 +52,21 @@ func BenchmarkSpecStepStories15M(b *testing.B) {
 	defer h.Release()
 	s := m.NewSession()
 	defer s.Release()
-	hs, err := h.NewSeq(s)
+	if s.Keep, err = m.NewSlot(); err != nil {
+		b.Fatal(err)
+	}
+	hs, err := h.NewSeq(s.Keep)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer hs.Release()
 	ctx := []int{1, 9038, 2501, 263, 931, 29892, 727, 471, 263}
-	out, err := s.Forward(ctx, 0, nil, Sampling{})
+	out, err := s.Forward(ctx, 0, nil, batch.Sampling{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx = append(ctx, out[0])
-	if _, err := hs.Draft(ctx, 4); err != nil {
+	if err := h.Draft([]EagleDraft{{Seq: hs, Ctx: ctx, K: 4}}); err != nil {
 		b.Fatal(err)
 	}
 	local := uint32(hs.seq.Len())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -62,7 +63,7 @@ func BenchmarkVerifyStories15M(b *testing.B) {
 			defer m.Release()
 			s := m.NewSession()
 			defer s.Release()
-			if _, err := s.Forward([]int{1, 9038, 2501, 263, 931}, 0, nil, Sampling{}); err != nil {
+			if _, err := s.Forward([]int{1, 9038, 2501, 263, 931}, 0, nil, batch.Sampling{}); err != nil {
 				b.Fatal(err)
 			}
 			ks := []int{0, 1, 2, 4, 8}
@@ -75,7 +76,7 @@ func BenchmarkVerifyStories15M(b *testing.B) {
 						toks[t] = 100 + t
 					}
 					t0 := time.Now()
-					if _, err := s.Forward(toks, k, nil, Sampling{}); err != nil {
+					if _, err := s.Forward(toks, k, nil, batch.Sampling{}); err != nil {
 						b.Fatal(err)
 					}
 					times[j] = append(times[j], time.Since(t0))
@@ -146,7 +147,7 @@ func profileSteps(b *testing.B, m *Model, s *Session, ks []int) string {
 }
 
 // BenchmarkDecodeChainStories15M: a draft model drafting k tokens, stories15M drafting for
-// itself: k decode steps chained on the device in one submit (DecodeChain) against k steps of
+// itself: k decode steps chained on the device in one submit (DecodeChains) against k steps of
 // one submit and one readback each, taking turns; medians and the ratio.
 func BenchmarkDecodeChainStories15M(b *testing.B) {
 	host, err := weights.LoadLlama(storiesDir, nil)
@@ -160,7 +161,7 @@ func BenchmarkDecodeChainStories15M(b *testing.B) {
 	defer m.Release()
 	s := m.NewSession()
 	defer s.Release()
-	if _, err := s.Forward([]int{1, 9038, 2501, 263, 931}, 0, nil, Sampling{}); err != nil {
+	if _, err := s.Forward([]int{1, 9038, 2501, 263, 931}, 0, nil, batch.Sampling{}); err != nil {
 		b.Fatal(err)
 	}
 	n := s.Len()
@@ -168,7 +169,7 @@ func BenchmarkDecodeChainStories15M(b *testing.B) {
 		var chained, stepped []time.Duration
 		for i := 0; i < 10*b.N; i++ {
 			t0 := time.Now()
-			if _, err := s.DecodeChain([]int{29892}, k); err != nil {
+			if err := m.DecodeChains([]Chain{{Seq: s.seq, Tokens: []int{29892}, K: k}}); err != nil {
 				b.Fatal(err)
 			}
 			chained = append(chained, time.Since(t0))
@@ -176,7 +177,7 @@ func BenchmarkDecodeChainStories15M(b *testing.B) {
 			t0 = time.Now()
 			tok := []int{29892}
 			for range k {
-				out, err := s.Forward(tok, 0, nil, Sampling{})
+				out, err := s.Forward(tok, 0, nil, batch.Sampling{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,103 +5,175 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/runtime/webgpu"
 )
 
-// MaxChain is the most tokens one DecodeChain decodes.
+// MaxChain is the most tokens one chain decodes.
 const MaxChain = 16
 
-// chainState is what DecodeChain adds to a model: the chain_next dispatch and its buffers.
+// chainStride is a chain's words in the chain buffer: count, cap, tokens.
+const chainStride = 2 + MaxChain
+
+// chainState is what DecodeChains adds to a model: the chain_next dispatch and its buffers.
 type chainState struct {
 	prog    *runtime.Program // chain_next
-	buf     *webgpu.Buffer   // [1 + MaxChain] u32: count, tokens
+	buf     *webgpu.Buffer   // [max_seqs, chainStride] u32
 	staging *webgpu.Buffer   // map-read copy of buf
 }
 
-// DecodeChain feeds tokens to seq, then decodes k tokens greedily, each the input of the next,
-// all in one submit with one readback (a draft model drafting k tokens: k decode steps chained
-// on the device by chain_next.wgsl, rather than k submits and k readbacks). The cache then holds
-// tokens and the first k-1 decoded tokens. A failed call leaves the cache as it was.
-func (m *Model) DecodeChain(seq *runtime.Sequence, tokens []int, k int) ([]int, error) {
-	switch {
-	case len(tokens) == 0:
-		return nil, fmt.Errorf("%w: no tokens", ErrBadInput)
-	case k < 1 || k > MaxChain:
-		return nil, fmt.Errorf("%w: a chain of %d tokens (1..%d)", ErrBadInput, k, MaxChain)
-	case seq.Len()+len(tokens)+k-1 > m.Cfg.MaxSeq:
-		return nil, fmt.Errorf("%w: %d tokens after this chain, the context is %d", runtime.ErrContextFull, seq.Len()+len(tokens)+k-1, m.Cfg.MaxSeq)
-	}
-	before := seq.Len()
-	// All tokens but the last, as prompt chunks that do not sample.
-	for start := 0; start < len(tokens)-1; {
-		end := min(len(tokens)-1, start+m.Opts.PrefillChunk)
-		if _, err := m.Step([]SeqStep{{Seq: seq, Tokens: tokens[start:end]}}); err != nil {
-			seq.Truncate(before)
-			return nil, err
-		}
-		start = end
-	}
-	out, err := m.chain(seq, tokens[len(tokens)-1], k)
-	if err != nil {
-		seq.Truncate(before)
-	}
-	return out, err
+// Chain is one sequence's part of a DecodeChains call.
+type Chain struct {
+	Seq    *kv.Sequence
+	Tokens []int // fed first (at least one); the last one's logits give the first token
+	K      int   // tokens to decode, 1..MaxChain
+	Out    []int // set by DecodeChains
 }
 
-// chain runs k chained decode steps after token at the end of seq.
-func (m *Model) chain(seq *runtime.Sequence, token, k int) ([]int, error) {
+// DecodeChains feeds each chain's tokens to its sequence, then decodes K tokens greedily for
+// each, every token the input of the next (a draft model drafting for several sequences).
+// The tokens before each chain's last go in as prompt chunks (steps that do not sample, as
+// few as the chunk allows); then the chains run together, one row per sequence, chained on
+// the device by chain_next.wgsl: max K steps in one submit with one readback. A sequence's
+// cache then holds its tokens and the first K-1 decoded ones. On error every cache is as it
+// was.
+func (m *Model) DecodeChains(chains []Chain) error {
+	if len(chains) == 0 {
+		return nil
+	}
+	before := make([]int, len(chains))
+	undo := func() {
+		for i, c := range chains {
+			c.Seq.Truncate(before[i])
+		}
+	}
+	for i, c := range chains {
+		before[i] = c.Seq.Len()
+		switch {
+		case len(c.Tokens) == 0:
+			return fmt.Errorf("%w: a chain with no tokens", batch.ErrBadInput)
+		case c.K < 1 || c.K > MaxChain:
+			return fmt.Errorf("%w: a chain of %d tokens (1..%d)", batch.ErrBadInput, c.K, MaxChain)
+		case c.Seq.Len()+len(c.Tokens)+c.K-1 > m.Cfg.MaxSeq:
+			return fmt.Errorf("%w: %d tokens after this chain, the context is %d", kv.ErrContextFull, c.Seq.Len()+len(c.Tokens)+c.K-1, m.Cfg.MaxSeq)
+		}
+	}
+	if err := m.feedChains(chains); err != nil {
+		undo()
+		return err
+	}
+	for start := 0; start < len(chains); start += m.Opts.MaxSeqs {
+		if err := m.chain(chains[start:min(len(chains), start+m.Opts.MaxSeqs)]); err != nil {
+			undo()
+			return err
+		}
+	}
+	return nil
+}
+
+// feedChains runs every chain's tokens but the last as prompt chunks, in as few steps as the
+// step's rows and sequences allow.
+func (m *Model) feedChains(chains []Chain) error {
+	fed := make([]int, len(chains))
+	for {
+		var steps []batch.SeqStep
+		var idx []int
+		rows := 0
+		for i, c := range chains {
+			left := len(c.Tokens) - 1 - fed[i]
+			if left <= 0 || rows == m.Opts.PrefillChunk || len(steps) == m.Opts.MaxSeqs {
+				continue
+			}
+			n := min(left, m.Opts.PrefillChunk-rows)
+			steps = append(steps, batch.SeqStep{Seq: c.Seq, Tokens: c.Tokens[fed[i] : fed[i]+n]})
+			idx = append(idx, i)
+			rows += n
+		}
+		if len(steps) == 0 {
+			return nil
+		}
+		if _, err := m.Step(steps); err != nil {
+			return err
+		}
+		for j, i := range idx {
+			fed[i] += len(steps[j].Tokens)
+		}
+	}
+}
+
+// chain runs the chains' decode steps (at most MaxSeqs chains) after their last tokens.
+func (m *Model) chain(chains []Chain) error {
 	if err := m.chainSetup(); err != nil {
-		return nil, err
+		return err
 	}
-	batch := []SeqStep{{Seq: seq, Tokens: []int{token}, Sample: true}}
-	if err := m.checkBatch(batch); err != nil {
-		return nil, err
+	steps := make([]batch.SeqStep, len(chains))
+	kmax, need := 0, 0
+	for i, c := range chains {
+		steps[i] = batch.SeqStep{Seq: c.Seq, Tokens: c.Tokens[len(c.Tokens)-1:], Sample: true}
+		kmax = max(kmax, c.K)
+		need += c.Seq.PagesNeeded(c.Seq.Len() + c.K)
 	}
-	pos0 := seq.Len()
-	if need := seq.PagesNeeded(pos0 + k); need > m.Pool.Free() {
-		return nil, fmt.Errorf("%w: the chain needs %d pages, %d are free", runtime.ErrPoolExhausted, need, m.Pool.Free())
+	if err := m.checkBatch(steps); err != nil {
+		return err
 	}
-	copies, err := seq.Reserve(pos0 + k) // every page the chain writes, before the page table goes up
+	if need > m.Pool().Free() {
+		return fmt.Errorf("%w: the chains need %d pages, %d are free", kv.ErrPoolExhausted, need, m.Pool().Free())
+	}
+	pos0 := make([]int, len(chains))
+	var copies []kv.PageCopy
+	for i, c := range chains { // every page the chain writes, before the page tables go up
+		pos0[i] = c.Seq.Len()
+		cp, err := c.Seq.Reserve(pos0[i] + c.K)
+		if err != nil {
+			panic(fmt.Sprintf("model: reserve after the page check: %v", err))
+		}
+		copies = append(copies, cp...)
+	}
+	sp, err := m.prepare(steps)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	sp, err := m.prepare(batch)
-	if err != nil {
-		return nil, err
+	st := m.chainSt
+	init := make([]uint32, chainStride*len(chains))
+	for i, c := range chains {
+		init[i*chainStride+1] = uint32(c.K)
 	}
-	c := m.chainSt
-	c.buf.Write(0, runtime.U32Bytes([]uint32{0}))
+	st.buf.Write(0, runtime.U32Bytes(init))
 	enc := m.d.NewEncoder()
 	m.encodeCopies(enc, append(copies, sp.copies...))
-	for range k {
+	for range kmax {
 		sp.prog.Encode(enc, &sp.step, nil)
-		c.prog.Encode(enc, &sp.step, nil)
+		st.prog.Encode(enc, &sp.step, nil)
 	}
-	enc.Copy(c.buf, 0, c.staging, 0, uint64(4*(1+k)))
+	enc.Copy(st.buf, 0, st.staging, 0, uint64(4*len(init)))
 	if err := enc.Submit(); err != nil {
-		return nil, err
+		return err
 	}
-	delete(m.last, seq)
-	raw := make([]byte, 4*(1+k))
-	if err := c.staging.Read(0, raw); err != nil {
-		return nil, err
+	raw := make([]byte, 4*len(init))
+	if err := st.staging.Read(0, raw); err != nil {
+		return err
 	}
-	if n := binary.LittleEndian.Uint32(raw); int(n) != k {
-		return nil, fmt.Errorf("runtime: a chain of %d steps recorded %d tokens", k, n)
-	}
-	out := make([]int, k)
-	for i := range out {
-		t := binary.LittleEndian.Uint32(raw[4*(1+i):])
-		if t == 0xffffffff {
-			return nil, fmt.Errorf("%w: the model produced non-finite logits at position %d", ErrNonFinite, pos0+i)
+	word := func(i int) uint32 { return binary.LittleEndian.Uint32(raw[4*i:]) }
+	for i := range chains {
+		c := &chains[i]
+		if n := int(word(i * chainStride)); n != c.K {
+			return fmt.Errorf("model: a chain of %d steps recorded %d tokens", c.K, n)
 		}
-		if int(t) >= m.Cfg.Vocab {
-			return nil, fmt.Errorf("runtime: sampler emitted token id %d outside the vocabulary of %d", t, m.Cfg.Vocab)
+		c.Out = make([]int, c.K)
+		for j := range c.Out {
+			t := word(i*chainStride + 2 + j)
+			if t == 0xffffffff {
+				return fmt.Errorf("%w: the model produced non-finite logits at position %d", batch.ErrNonFinite, pos0[i]+j)
+			}
+			if int(t) >= m.Cfg.Vocab {
+				return fmt.Errorf("model: sampler emitted token id %d outside the vocabulary of %d", t, m.Cfg.Vocab)
+			}
+			c.Out[j] = int(t)
 		}
-		out[i] = int(t)
+		c.Seq.Commit(pos0[i] + c.K)
 	}
-	seq.Commit(pos0 + k)
-	return out, nil
+	return nil
 }
 
 // chainSetup records the chain_next dispatch at the first chain.
@@ -111,7 +183,7 @@ func (m *Model) chainSetup() error {
 	}
 	c := &chainState{}
 	var err error
-	if c.buf, err = m.d.NewStorage("chain", 4*(1+MaxChain)); err != nil {
+	if c.buf, err = m.d.NewStorage("chain", uint64(4*chainStride*m.Opts.MaxSeqs)); err != nil {
 		return err
 	}
 	if c.staging, err = m.d.CreateBuffer("chain staging", c.buf.Size, webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
@@ -119,9 +191,10 @@ func (m *Model) chainSetup() error {
 		return err
 	}
 	if c.prog, err = m.d.NewProgram(); err == nil {
-		err = c.prog.Add(runtime.KernelCall{Kernel: "chain_next", Params: runtime.ChainParams{Cap: MaxChain},
+		err = c.prog.Add(runtime.KernelCall{Kernel: "chain_next",
+			Params:  runtime.ChainParams{OutStride: uint32(m.Opts.MaxDraft + 2), ChainStride: chainStride},
 			Buffers: []webgpu.Binding{{Buffer: m.out}, {Buffer: m.tokens}, {Buffer: m.rows}, {Buffer: m.seqs}, {Buffer: c.buf}},
-			Grid:    runtime.Fixed(1, 1, 1)})
+			Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return runtime.CeilDiv(s.NSeqs, 64), 1, 1 }})
 	}
 	if err != nil {
 		c.release()

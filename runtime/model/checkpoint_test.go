@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -78,7 +79,7 @@ func TestHFCheckpointLogits(t *testing.T) {
 					t.Fatal(err)
 				}
 				toks := []int{1, 2, 3, 5, 8, 13, 21, 34}
-				if _, err := m.Forward(m.Pool.NewSequence(), toks, 0, nil, Sampling{}); err != nil {
+				if _, err := m.Forward(m.Pool().NewSequence(), toks, 0, nil, batch.Sampling{}); err != nil {
 					t.Fatal(err)
 				}
 				got, err := m.Logits(1)
@@ -122,9 +123,9 @@ func TestSplitWeights(t *testing.T) {
 	}
 	toks := []int{299, 0, 150, 7, 151, 298}
 	st := ref.NewLlamaState(w)
-	seq := m.Pool.NewSequence()
+	seq := m.Pool().NewSequence()
 	for _, step := range [][]int{toks, {42}} {
-		if _, err := m.Forward(seq, step, 0, nil, Sampling{}); err != nil {
+		if _, err := m.Forward(seq, step, 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := m.Logits(1)

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 )
@@ -24,23 +26,20 @@ var ErrEagle = errors.New("EAGLE head does not fit the target")
 //	draft = argmax lm_head(o) (1: the target's, no norm; 3: own, after rmsnorm, via d2t)
 //
 // The head (weights, programs, activations and a page pool for its KV cache) is shared by
-// sequences; each sequence's state is an EagleSeq. EagleSeq.Sync (after every target step)
-// extends the sequence's cache with the rows the target verified: one "catch-up" forward
-// over the new positions, whose last row gives the first draft. Draft then runs the other
-// depths, each fed the previous depth's token and output, in one submit (a Program per
-// depth, tokens chained through argmax_rows on the device), and reads back only the draft
-// ids. The next Sync drops the depths' rows from the cache. A sequence's Sync and Draft use
-// the shared activations and the target's last step, so they must follow that sequence's
-// target step with no other use of the head or the target in between.
+// sequences; each sequence's state is an EagleSeq, which reads the target's features from
+// the sequence's feature slot (the target's step output, see features.go). Draft runs, for
+// every drafting sequence in one submit, the catch-up (the head's rows of the positions the
+// target verified since the last call) and the draft depths (a Program per depth, tokens
+// chained through argmax_rows on the device), and reads back only the draft ids.
 type Eagle struct {
 	t      *Model
 	d      *runtime.Device
 	kind   string
-	cfg    weights.Config    // the head's layer
-	featW  int               // width of the target feature rows (Ht or 3Ht)
-	vOut   int               // logits columns (V or Vd)
-	maxK   int               // most drafts per Draft
-	pool   *runtime.PagePool // KV pages of every sequence
+	cfg    weights.Config // the head's layer
+	featW  int            // width of the target feature rows (Ht or 3Ht)
+	vOut   int            // logits columns (V or Vd)
+	maxK   int            // most drafts per Draft
+	pool   *kv.PagePool   // KV pages of every sequence
 	layer  eagleLayer
 	bufs   eagleBufs
 	catchM *runtime.Program   // catch-up, at most 9 rows (one block)
@@ -52,21 +51,21 @@ type Eagle struct {
 // cache has caught up with the target.
 type EagleSeq struct {
 	e         *Eagle
-	target    *Session // the target's sequence, whose step rows the head reads
-	seq       *runtime.Sequence
+	slot      batch.Slot // the target's feature slot of the sequence
+	seq       *kv.Sequence
 	base      int   // position of cache row 0 (> 0 when early features were never seen)
 	committed int   // positions < committed are in the cache (from target features)
-	synced    int   // len(ctx) of the last Sync
-	ready     bool  // the catch-up's last row (first draft, its output) is on the device
+	synced    int   // len(ctx) of the last Draft
 	cache     []int // drafts already read back for the synced context
 }
 
-// NewSeq starts drafting for the target's session target, with an empty cache.
-func (e *Eagle) NewSeq(target *Session) (*EagleSeq, error) {
-	if target == nil || target.m != e.t {
-		return nil, fmt.Errorf("%w: an EAGLE head drafts for a session of its own target model", ErrBadInput)
+// NewSeq starts drafting for the target sequence whose steps keep their features in slot
+// (Model.NewSlot), with an empty cache.
+func (e *Eagle) NewSeq(slot batch.Slot) (*EagleSeq, error) {
+	if slot <= 0 || int(slot) > len(e.t.slots) {
+		return nil, fmt.Errorf("%w: feature slot %d of a target with %d", batch.ErrBadInput, slot, len(e.t.slots))
 	}
-	return &EagleSeq{e: e, target: target, seq: e.pool.NewSequence()}, nil
+	return &EagleSeq{e: e, slot: slot, seq: e.pool.NewSequence()}, nil
 }
 
 // Release returns the sequence's KV pages.
@@ -80,7 +79,8 @@ type eagleLayer struct {
 
 type eagleBufs struct {
 	tok, fin, e, u, x, qkv, att, h, logits, ids, pageTable *webgpu.Buffer
-	staging                                                *webgpu.Buffer
+	in                                                     *webgpu.Buffer // Draft's inputs: tokens, page tables, Step blocks
+	staging                                                *webgpu.Buffer // map-read copy of ids, per request
 }
 
 // NewEagle uploads head w (in the target's weight type) next to target t. An EAGLE-3 target
@@ -105,8 +105,11 @@ func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 	if c.HeadDim > 256 {
 		return nil, fmt.Errorf("%w: head_dim %d (the attention kernel handles at most 256)", ErrEagle, c.HeadDim)
 	}
-	ps := t.Opts.PageSize
-	e.pool = runtime.NewPagePool(2*((t.Cfg.MaxSeq+e.maxK+ps-1)/ps+1), ps) // two sequences' worth, as the target's default
+	if t.Opts.FeatureSlots == 0 {
+		return nil, fmt.Errorf("%w: the head reads the target's feature slots: make the target with Options.FeatureSlots", ErrEagle)
+	}
+	// As many tokens as the target's cache holds, and each sequence's drafts.
+	e.pool = kv.NewPagePool(t.Opts.Pages+t.Opts.MaxSeqs*(e.pagesPerSeq()-(t.Cfg.MaxSeq+t.Opts.PageSize-1)/t.Opts.PageSize), t.Opts.PageSize)
 
 	if err := e.upload(w); err != nil {
 		return nil, err
@@ -211,7 +214,8 @@ func (e *Eagle) allocate() error {
 		{&b.tok, chunk, "tok"}, {&b.fin, chunk * max(e.featW, H), "features"}, {&b.e, chunk * H, "embedded"},
 		{&b.u, chunk * 2 * H, "u"}, {&b.x, chunk * H, "x"}, {&b.qkv, chunk * qkvW, "qkv"},
 		{&b.att, chunk * c.NHeads * c.HeadDim, "att"}, {&b.h, chunk * 2 * c.HiddenDim, "h"},
-		{&b.logits, e.vOut, "logits"}, {&b.ids, e.maxK, "ids"}, {&b.pageTable, e.pool.Pages(), "page_table"},
+		{&b.logits, e.vOut, "logits"}, {&b.ids, e.maxK, "ids"}, {&b.pageTable, e.pagesPerSeq(), "page_table"},
+		{&b.in, int(e.inBytes() / 4), "inputs"},
 	}
 	for _, s := range sizes {
 		buf, err := e.d.NewStorage("eagle."+s.s, uint64(4*s.n))
@@ -221,7 +225,7 @@ func (e *Eagle) allocate() error {
 		*s.b = buf
 	}
 	var err error
-	b.staging, err = e.d.CreateBuffer("eagle.ids staging", uint64(4*e.maxK), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	b.staging, err = e.d.CreateBuffer("eagle.ids staging", uint64(4*e.maxK*e.t.Opts.MaxSeqs), webgpu.UsageMapRead|webgpu.UsageCopyDst)
 	return err
 }
 
@@ -232,7 +236,7 @@ func (e *Eagle) Release() {
 	}
 	b, ly := &e.bufs, &e.layer
 	for _, buf := range []*webgpu.Buffer{b.tok, b.fin, b.e, b.u, b.x, b.qkv, b.att, b.h, b.logits, b.ids,
-		b.pageTable, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
+		b.pageTable, b.in, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
 		if buf != nil {
 			buf.Release()
 		}

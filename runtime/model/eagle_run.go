@@ -5,169 +5,194 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/webgpu"
-	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/runtime/batch"
 )
 
-// Sync tells the head the sequence is now ctx, right after a target step on it (the
-// target's Hidden/Aux buffers hold that step's rows). It drops the rows the last Draft
-// added, then runs the catch-up: the draft rows of the positions from the cache's end up to
-// len(ctx)-2, whose next tokens are known and whose features the target's last step holds,
-// in one submit that also leaves the first draft's id and output on the device. Nothing is
-// read back.
-//
-// The head can only use features the target's LAST step computed: after a chunked prefill
-// (or any step Sync did not see), the positions before that step have none, and the cache
-// then restarts at the step's first position (its RoPE positions counted from there, which
-// leaves attention scores unchanged). The drafts are guesses either way; the target's
-// verification keeps the output exact.
-func (s *EagleSeq) Sync(ctx []int) error {
-	enc := s.e.d.NewEncoder()
-	if encoded, err := s.syncInto(enc, ctx); err != nil || !encoded {
-		return err
-	}
-	return enc.Submit()
+// EagleDraft is one sequence's part of an Eagle.Draft call.
+type EagleDraft struct {
+	Seq *EagleSeq
+	Ctx []int // the sequence so far (prompt and output); the drafts follow it
+	K   int   // drafts at most (the head drafts at most the target's MaxDraft)
+	Out []int // set by Draft
 }
 
-// syncInto is Sync encoding the catch-up into enc (the caller submits it when encoded is
-// true); the head's state already counts the catch-up when it returns.
-func (s *EagleSeq) syncInto(enc *webgpu.Encoder, ctx []int) (encoded bool, err error) {
+// eaglePlan is what Draft encodes for one request.
+type eaglePlan struct {
+	catch                                int    // catch-up rows (0: none)
+	local0                               int    // cache row of the first catch-up row
+	featOff                              uint64 // the catch-up's first feature row in the target's slots
+	k                                    int    // depths drafted (0: catch-up only)
+	offTok, offPages, offCatch, offDepth uint64
+	pages                                int
+}
+
+// Draft drafts for every request, all of them in one submit with one readback of the draft
+// ids. For each sequence it first runs the catch-up: the head's rows of the positions from
+// its cache's end up to len(Ctx)-2, whose next tokens are known and whose features the
+// target's last step of that sequence kept in its feature slot; the last catch-up row gives
+// the first draft. Then it runs the other depths, each fed the previous depth's token and
+// output. The sequences' inputs (tokens, page tables, Step blocks) go up in one write and
+// reach the shared activations by copies in the submit's order, so the sequences run one
+// after another on the device without a submit each.
+//
+// The head uses only features the slot holds: after a chunked prefill, or steps on which the
+// head did not draft, the earlier positions have none, and the cache then restarts at the
+// slot's first position (its RoPE positions counted from there, which leaves attention
+// scores unchanged). The drafts are guesses either way; the target's verification keeps the
+// output exact. A sequence drafts nothing when its slot lacks the newest position's feature.
+// Asking again for the same context returns the same drafts.
+func (e *Eagle) Draft(reqs []EagleDraft) error {
+	if len(reqs) > e.t.Opts.MaxSeqs {
+		return fmt.Errorf("%w: %d EAGLE drafts in one call (at most %d)", batch.ErrBadInput, len(reqs), e.t.Opts.MaxSeqs)
+	}
+	plans := make([]eaglePlan, len(reqs))
+	var blob []byte
+	put := func(b []byte) uint64 { off := uint64(len(blob)); blob = append(blob, b...); return off }
+	work := false
+	for i := range reqs {
+		r := &reqs[i]
+		r.Out = nil
+		s := r.Seq
+		if len(r.Ctx) == s.synced && s.cache != nil { // the same context as the last call
+			r.Out = s.cache[:min(r.K, len(s.cache))]
+			continue
+		}
+		p, toks, err := s.plan(r.Ctx, min(r.K, e.maxK))
+		if err != nil {
+			return err
+		}
+		if p.catch == 0 {
+			continue
+		}
+		pages := make([]uint32, len(s.seq.Pages()))
+		for j, pg := range s.seq.Pages() {
+			pages[j] = uint32(pg)
+		}
+		p.pages = len(pages)
+		p.offTok = put(runtime.U32Bytes(toks))
+		p.offPages = put(runtime.U32Bytes(pages))
+		p.offCatch = put(runtime.ParamBytes(runtime.StepBlock{M: uint32(p.catch), Pos0: uint32(p.local0)}))
+		p.offDepth = uint64(len(blob))
+		local := p.local0 + p.catch
+		for j := 1; j < p.k; j++ {
+			put(runtime.ParamBytes(runtime.StepBlock{M: 1, Pos0: uint32(local + j - 1)}))
+		}
+		plans[i] = p
+		work = true
+	}
+	if !work {
+		return nil
+	}
+	b := &e.bufs
+	b.in.Write(0, blob)
+	enc := e.d.NewEncoder()
+	H := uint64(4 * e.cfg.Dim)
+	rowBytes := uint64(4 * e.featW)
+	for i, p := range plans {
+		if p.catch == 0 {
+			continue
+		}
+		enc.Copy(b.in, p.offTok, b.tok, 0, uint64(4*p.catch))
+		enc.Copy(b.in, p.offPages, b.pageTable, 0, uint64(4*p.pages))
+		enc.Copy(e.t.feat, p.featOff, b.fin, 0, uint64(p.catch)*rowBytes)
+		prog := e.catchM
+		if p.catch > 9 {
+			prog = e.catchT
+		}
+		prog.EncodeFrom(enc, &runtime.StepBlock{M: uint32(p.catch)}, b.in, p.offCatch)
+		enc.Copy(b.x, uint64(p.catch-1)*H, b.fin, 0, H) // the last row's output feeds depth 2
+		for j := 1; j < p.k; j++ {
+			enc.Copy(b.ids, uint64(4*(j-1)), b.tok, 0, 4)
+			e.depths[j-1].EncodeFrom(enc, &runtime.StepBlock{M: 1}, b.in, p.offDepth+uint64((j-1)*runtime.StepBlockBytes))
+			enc.Copy(b.x, 0, b.fin, 0, H)
+		}
+		if p.k > 0 {
+			enc.Copy(b.ids, 0, b.staging, uint64(4*i*e.maxK), uint64(4*p.k))
+		}
+	}
+	if err := enc.Submit(); err != nil {
+		return err
+	}
+	raw := make([]byte, 4*len(reqs)*e.maxK)
+	if err := b.staging.Read(0, raw); err != nil {
+		return err
+	}
+	for i, p := range plans {
+		if p.k == 0 {
+			continue
+		}
+		r := &reqs[i]
+		drafts := make([]int, p.k)
+		for j := range drafts {
+			drafts[j] = int(binary.LittleEndian.Uint32(raw[4*(i*e.maxK+j):]))
+			if drafts[j] >= e.t.Cfg.Vocab {
+				return fmt.Errorf("model: eagle drafted id %d outside the vocabulary of %d", drafts[j], e.t.Cfg.Vocab)
+			}
+		}
+		r.Seq.cache, r.Out = drafts, drafts[:min(r.K, len(drafts))]
+	}
+	return nil
+}
+
+// plan updates the sequence's state for a Draft of ctx: it drops the rows the last call
+// drafted, reserves the catch-up's and the depths' rows, and returns what to encode with the
+// catch-up's tokens. p.catch is 0 when there is nothing to catch up on (no drafts then).
+func (s *EagleSeq) plan(ctx []int, k int) (p eaglePlan, toks []uint32, err error) {
 	e := s.e
 	N := len(ctx)
 	if N == 0 {
-		return false, fmt.Errorf("%w: empty context", ErrBadInput)
+		return p, nil, fmt.Errorf("%w: empty context", batch.ErrBadInput)
 	}
-	s.ready, s.cache, s.synced = false, nil, N
+	s.cache, s.synced = nil, N
 	keep := max(0, min(s.committed, N-1)-s.base)
 	s.seq.Truncate(keep)
 	s.committed = s.base + keep
-	row0, pos0, rows := s.target.LastRows()
+	pos0, rows := e.t.SlotRows(s.slot)
 	end := min(N-1, pos0+rows) // positions < end have a feature and a known next token
 	if end <= s.committed {
-		return false, nil
+		return p, nil, nil
 	}
 	if s.committed < pos0 { // a gap: restart the cache at the first position with a feature
 		if end <= pos0 {
-			return false, nil
+			return p, nil, nil
 		}
 		s.seq.Truncate(0)
 		s.base, s.committed = pos0, pos0
 	}
 	m := end - s.committed
-	if m > e.t.Opts.PrefillChunk {
-		return false, fmt.Errorf("runtime: eagle catch-up of %d rows exceeds the chunk of %d", m, e.t.Opts.PrefillChunk)
-	}
-	toks := make([]uint32, m)
+	toks = make([]uint32, m)
 	for i, t := range ctx[s.committed+1 : end+1] {
 		if t < 0 || t >= e.t.Cfg.Vocab {
-			return false, fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, e.t.Cfg.Vocab)
+			return p, nil, fmt.Errorf("%w: token id %d outside the vocabulary of %d", batch.ErrBadInput, t, e.t.Cfg.Vocab)
 		}
 		toks[i] = uint32(t)
 	}
+	if end < N-1 { // the newest position's feature is missing: catch up, draft nothing
+		k = 0
+	}
 	local := s.committed - s.base
-	if err := s.reserve(local + m); err != nil {
-		return false, err
+	if _, err := s.seq.Reserve(local + m + max(k-1, 0)); err != nil {
+		return p, nil, err
 	}
-	b := &e.bufs
-	b.tok.Write(0, runtime.U32Bytes(toks))
-	src := e.t.x // EAGLE-1: the residual after the last layer (normed by fc_f's fusion)
-	if e.kind == weights.EagleKind3 {
-		src = e.t.aux // the residuals entering the aux layers, side by side
-	}
-	rowBytes := uint64(4 * e.featW)
-	enc.Copy(src, uint64(row0+s.committed-pos0)*rowBytes, b.fin, 0, uint64(m)*rowBytes)
-	prog := e.catchM
-	if m > 9 {
-		prog = e.catchT
-	}
-	prog.Encode(enc, &runtime.StepBlock{M: uint32(m), Pos0: uint32(local)}, nil)
-	H := uint64(4 * e.cfg.Dim)
-	enc.Copy(b.x, uint64(m-1)*H, b.fin, 0, H) // the last row's output feeds depth 2
-	s.seq.Commit(local + m)
+	_, featOff := e.t.SlotBuffer(s.slot, s.committed)
+	p = eaglePlan{catch: m, local0: local, featOff: featOff, k: max(k, 0)}
+	s.seq.Commit(local + m + max(k-1, 0))
 	s.committed = end
-	s.ready = end == N-1
-	return true, nil
-}
-
-// reserve grows the cache to n rows and writes the page table.
-func (s *EagleSeq) reserve(n int) error {
-	e := s.e
-	if _, err := s.seq.Reserve(n); err != nil {
-		return err
-	}
-	pages := make([]uint32, len(s.seq.Pages()))
-	for i, p := range s.seq.Pages() {
-		pages[i] = uint32(p)
-	}
-	e.bufs.pageTable.Write(0, runtime.U32Bytes(pages))
-	return nil
-}
-
-// Draft proposes up to k tokens (at most the target's MaxDraft) to follow ctx, greedily: the
-// catch-up's first draft and k-1 more depths, all in one submit, reading back only the ids.
-// When ctx is not the context of the last Sync, the catch-up goes in that same submit. It
-// returns no drafts when the head has not seen the features of the last position (nothing to
-// draft from). Calling it again for the same context returns the same drafts.
-func (s *EagleSeq) Draft(ctx []int, k int) ([]int, error) {
-	e := s.e
-	var enc *webgpu.Encoder // holds the catch-up, when there is one, for the drafts' submit
-	if len(ctx) != s.synced {
-		enc = e.d.NewEncoder()
-		encoded, err := s.syncInto(enc, ctx)
-		if err != nil || !encoded {
-			enc.Discard()
-			enc = nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if s.cache != nil { // the same context as the last Draft (no catch-up then)
-		return s.cache[:min(k, len(s.cache))], nil
-	}
-	k = min(k, e.maxK)
-	if !s.ready || k <= 0 {
-		if enc != nil {
-			return nil, enc.Submit()
-		}
-		return nil, nil
-	}
-	if enc == nil {
-		enc = e.d.NewEncoder()
-	}
-	local := s.committed - s.base
-	if k > 1 {
-		if err := s.reserve(local + k - 1); err != nil {
-			return nil, err
-		}
-	}
-	b := &e.bufs
-	H := uint64(4 * e.cfg.Dim)
-	for j := 1; j < k; j++ {
-		enc.Copy(b.ids, uint64(4*(j-1)), b.tok, 0, 4)
-		e.depths[j-1].Encode(enc, &runtime.StepBlock{M: 1, Pos0: uint32(local + j - 1)}, nil)
-		enc.Copy(b.x, 0, b.fin, 0, H)
-	}
-	enc.Copy(b.ids, 0, b.staging, 0, uint64(4*k))
-	if err := enc.Submit(); err != nil {
-		return nil, err
-	}
-	s.seq.Commit(local + k - 1)
-	s.ready = false
-	raw := make([]byte, 4*k)
-	if err := b.staging.Read(0, raw); err != nil {
-		return nil, err
-	}
-	drafts := make([]int, k)
-	for i := range drafts {
-		drafts[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
-		if drafts[i] >= e.t.Cfg.Vocab {
-			return nil, fmt.Errorf("runtime: eagle drafted id %d outside the vocabulary of %d", drafts[i], e.t.Cfg.Vocab)
-		}
-	}
-	s.cache = drafts
-	return drafts, nil
+	return p, toks, nil
 }
 
 // CacheLen is the number of rows in the head's KV cache and the position of row 0.
 func (s *EagleSeq) CacheLen() (rows, base int) { return s.seq.Len(), s.base }
+
+// inBytes is the size of Draft's input buffer: per sequence, the catch-up's tokens, the page
+// table and the Step blocks.
+func (e *Eagle) inBytes() uint64 {
+	per := 4*e.t.Opts.PrefillChunk + 4*e.pagesPerSeq() + runtime.StepBlockBytes*e.maxK
+	return uint64(e.t.Opts.MaxSeqs * per)
+}
+
+// pagesPerSeq is the most pages one sequence's head cache holds: a full context and drafts.
+func (e *Eagle) pagesPerSeq() int {
+	ps := e.t.Opts.PageSize
+	return (e.t.Cfg.MaxSeq+e.maxK+ps-1)/ps + 1
+}

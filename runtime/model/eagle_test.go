@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -59,7 +60,7 @@ func TestEagleMatchesReference(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
+			m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32, AuxLayers: aux, FeatureSlots: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,15 +74,30 @@ func TestEagleMatchesReference(t *testing.T) {
 	}
 }
 
+// checkEagleRounds runs rounds of target steps and drafts. Odd rounds put device work between
+// the step and the drafting (another sequence's step, which reuses every activation buffer);
+// the drafts must not change.
 func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeights, w *weights.Eagle, aux []int, promptLen int, seed int64) {
-	sess := m.NewSession()
+	sess, other := m.NewSession(), m.NewSession()
 	defer sess.Release()
+	defer other.Release()
+	slot, err := m.NewSlot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.ReleaseSlot(slot)
+	sess.Keep = slot
 	seq := sess.seq
-	h, err := head.NewSeq(sess)
+	h, err := head.NewSeq(slot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Release()
+	draft := func(ctx []int, k int) ([]int, error) {
+		r := []EagleDraft{{Seq: h, Ctx: ctx, K: k}}
+		err := head.Draft(r)
+		return r[0].Out, err
+	}
 	rng := rand.New(rand.NewSource(seed))
 	featW := eagleTarget.Dim * max(1, len(aux))
 	st := ref.NewLlamaState(tw)
@@ -95,7 +111,7 @@ func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeig
 	fed := ctx
 	for round := 0; round < 6; round++ {
 		lenBefore := seq.Len()
-		out, err := m.Forward(seq, fed, 0, nil, Sampling{})
+		out, err := sess.Forward(fed, 0, nil, batch.Sampling{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,13 +128,14 @@ func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeig
 			ctx = append(ctx, fed[1:keep]...)
 		}
 		ctx = append(ctx, out[0])
-		if round%2 == 0 { // odd rounds leave the catch-up to Draft, in the drafts' submit
-			if err := h.Sync(ctx); err != nil {
+		if round%2 == 1 {
+			other.Truncate(0)
+			if _, err := other.Forward(ctx[:min(len(ctx), 30)], 0, nil, batch.Sampling{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		k := 1 + rng.Intn(8)
-		got, err := h.Draft(ctx, k)
+		got, err := draft(ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +147,7 @@ func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeig
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d (k %d, %d catch-up rows): device drafts %v, reference %v", round, k, rows, got, want)
 		}
-		if again, _ := h.Draft(ctx, k); !slices.Equal(again, got) {
+		if again, _ := draft(ctx, k); !slices.Equal(again, got) {
 			t.Fatalf("round %d: a second Draft gave %v, then %v", round, got, again)
 		}
 		if n, base := h.CacheLen(); base+n != len(ctx)-1+k-1 || base != refBase {
@@ -144,7 +161,7 @@ func checkEagleRounds(t *testing.T, m *Model, head *Eagle, tw *weights.LlamaWeig
 func TestEagleTargetMismatch(t *testing.T) {
 	d := testDevice(t)
 	tw := ref.RandomLlama(eagleTarget, 3)
-	m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32})
+	m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32, FeatureSlots: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,5 +174,82 @@ func TestEagleTargetMismatch(t *testing.T) {
 	w1 := ref.RandomEagle(weights.EagleKind1, c, eagleTarget, 0, 1)
 	if _, err := NewEagle(m, w1); !errors.Is(err, weights.ErrBadEagle) {
 		t.Errorf("EAGLE-1 head of another width: %v", err)
+	}
+}
+
+// TestEagleDraftsSequencesInOneSubmit: drafting for several sequences in one call takes one
+// submit and gives each sequence the drafts it gets alone.
+func TestEagleDraftsSequencesInOneSubmit(t *testing.T) {
+	d := testDevice(t)
+	tw := ref.RandomLlama(eagleTarget, 41)
+	c := weights.Config{Arch: "llama", Dim: 48, HiddenDim: 96, NHeads: 4, NKVHeads: 4, HeadDim: 12, MaxSeq: 96,
+		RopeTheta: 10000, RMSEps: 1e-5, BOS: -1}
+	w := writeEagleHead(t, weights.EagleKind3, c, 200, 7, weights.EagleWriteOptions{})
+	aux, err := w.AuxLayers(eagleTarget.NLayers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(d, tw, Options{PageSize: 8, PrefillChunk: 32, AuxLayers: aux, FeatureSlots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	head, err := NewEagle(m, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer head.Release()
+	// run prefills n sequences (each keeping its features), then drafts for all of them at
+	// once or one at a time; it returns the drafts and the submits the drafting took.
+	run := func(together bool) ([][]int, uint64) {
+		var reqs []EagleDraft
+		for i := range 3 {
+			sess := m.NewSession()
+			defer sess.Release()
+			slot, err := m.NewSlot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.ReleaseSlot(slot)
+			sess.Keep = slot
+			ctx := []int{1 + i, 20 + i, 30, 40 + 2*i, 50, 60 + i, 70}[:4+i]
+			out, err := sess.Forward(ctx, 0, nil, batch.Sampling{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs, err := head.NewSeq(slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hs.Release()
+			reqs = append(reqs, EagleDraft{Seq: hs, Ctx: append(ctx, out[0]), K: 2 + 2*i})
+		}
+		submits := d.Submits()
+		if together {
+			if err := head.Draft(reqs); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			for i := range reqs {
+				if err := head.Draft(reqs[i : i+1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var out [][]int
+		for _, r := range reqs {
+			out = append(out, r.Out)
+		}
+		return out, d.Submits() - submits
+	}
+	alone, _ := run(false)
+	together, submits := run(true)
+	if submits != 1 {
+		t.Errorf("drafting for 3 sequences took %d submits", submits)
+	}
+	for i := range alone {
+		if len(alone[i]) != 2+2*i || !slices.Equal(alone[i], together[i]) {
+			t.Errorf("sequence %d: drafts %v alone, %v together", i, alone[i], together[i])
+		}
 	}
 }

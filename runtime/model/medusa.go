@@ -5,14 +5,16 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 )
 
-// Medusa is a Medusa checkpoint's heads on the target model's device. Draft runs every head
-// in one submit on one row of the target's hidden state and reads back only the K token ids:
+// Medusa is a Medusa checkpoint's heads on the target model's device. Draft runs the heads
+// on one row of the target's hidden state per sequence (kept in the sequence's feature
+// slot), every sequence in one submit, and reads back only the token ids:
 //
-//	row = target.Hidden()[pos - pos0]                encoder copy, before the pass
+//	row = slot[pos]                                  encoder copy, before the pass
 //	h = rmsnorm(row, target.FinalNorm())             rmsnorm
 //	for each head k:
 //	    z = h
@@ -47,18 +49,20 @@ type medusaBlock struct {
 
 // NewMedusa uploads w (in the target's weight type) and records its program. The heads'
 // hidden size must be the target's dim, and their output layers (if any) the target's
-// vocabulary; a mismatch is an error wrapping ErrBadInput.
+// vocabulary; a mismatch is an error wrapping batch.ErrBadInput.
 func NewMedusa(t *Model, w *weights.Medusa) (*Medusa, error) {
 	c := t.Cfg
 	switch {
 	case w.Heads() == 0 || w.Layers < 1:
-		return nil, fmt.Errorf("%w: Medusa checkpoint with %d heads of %d blocks", ErrBadInput, w.Heads(), w.Layers)
+		return nil, fmt.Errorf("%w: Medusa checkpoint with %d heads of %d blocks", batch.ErrBadInput, w.Heads(), w.Layers)
 	case w.Dim != c.Dim:
-		return nil, fmt.Errorf("%w: Medusa heads of hidden size %d for a target of hidden size %d", ErrBadInput, w.Dim, c.Dim)
+		return nil, fmt.Errorf("%w: Medusa heads of hidden size %d for a target of hidden size %d", batch.ErrBadInput, w.Dim, c.Dim)
 	case w.Out != nil && w.Vocab != c.Vocab:
-		return nil, fmt.Errorf("%w: Medusa output layers of %d tokens for a target vocabulary of %d", ErrBadInput, w.Vocab, c.Vocab)
+		return nil, fmt.Errorf("%w: Medusa output layers of %d tokens for a target vocabulary of %d", batch.ErrBadInput, w.Vocab, c.Vocab)
+	case t.Opts.FeatureSlots == 0 || len(t.Opts.AuxLayers) > 0:
+		return nil, fmt.Errorf("%w: Medusa heads read the hidden state kept in feature slots: make the target with Options.FeatureSlots and no AuxLayers", batch.ErrBadInput)
 	case w.Out != nil && len(w.Out) != w.Heads():
-		return nil, fmt.Errorf("%w: %d Medusa output layers for %d heads", ErrBadInput, len(w.Out), w.Heads())
+		return nil, fmt.Errorf("%w: %d Medusa output layers for %d heads", batch.ErrBadInput, len(w.Out), w.Heads())
 	}
 	md := &Medusa{t: t, K: w.Heads(), R: w.Layers}
 	if err := md.upload(w); err != nil {
@@ -78,12 +82,12 @@ func (md *Medusa) upload(w *weights.Medusa) error {
 	seen := map[key]medusaBlock{} // blocks sharing weights are uploaded once
 	for k, blocks := range w.Blocks {
 		if len(blocks) != w.Layers {
-			return fmt.Errorf("%w: Medusa head %d has %d blocks, want %d", ErrBadInput, k, len(blocks), w.Layers)
+			return fmt.Errorf("%w: Medusa head %d has %d blocks, want %d", batch.ErrBadInput, k, len(blocks), w.Layers)
 		}
 		var dev []medusaBlock
 		for j, b := range blocks {
 			if len(b.W) != c.Dim*c.Dim || len(b.B) != c.Dim {
-				return fmt.Errorf("%w: Medusa block %d.%d has %d weights and %d biases for dim %d", ErrBadInput, k, j, len(b.W), len(b.B), c.Dim)
+				return fmt.Errorf("%w: Medusa block %d.%d has %d weights and %d biases for dim %d", batch.ErrBadInput, k, j, len(b.W), len(b.B), c.Dim)
 			}
 			id := key{&b.W[0], &b.B[0]}
 			if db, ok := seen[id]; ok {
@@ -131,7 +135,7 @@ func (md *Medusa) upload(w *weights.Medusa) error {
 		*s.b = b
 	}
 	var err error
-	md.stage, err = d.CreateBuffer("medusa.ids staging", uint64(4*md.K), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	md.stage, err = d.CreateBuffer("medusa.ids staging", uint64(4*md.K*md.t.Opts.MaxSeqs), webgpu.UsageMapRead|webgpu.UsageCopyDst)
 	if err == nil {
 		md.owned = append(md.owned, md.stage)
 	}
@@ -209,47 +213,67 @@ func (md *Medusa) Dispatches() int {
 	return n
 }
 
-// Draft runs the first n heads (at most K) on the target's hidden state of session sess at
-// position pos, which must be one of its rows in the target's last step (see
-// Session.LastRows), and returns their argmax tokens: head k predicts the token at
-// pos + 2 + k. Heads not asked for cost nothing (on this model each is an LM head's work).
-func (md *Medusa) Draft(sess *Session, pos, n int) ([]int, error) {
+// MedusaDraft is one sequence's part of a Medusa.Draft call.
+type MedusaDraft struct {
+	Slot batch.Slot // the sequence's feature slot on the target (the hidden state of its last step)
+	Pos  int        // the position whose hidden state the heads read: one of the slot's rows
+	N    int        // the heads to run (at most K): head k predicts the token at Pos + 2 + k
+	Out  []int      // set by Draft: the heads' argmax tokens
+}
+
+// Draft runs, for each request, the first N heads on the hidden state at Pos that the
+// target's last step of that sequence kept in its slot, all requests in one submit with one
+// readback of the token ids. Heads not asked for cost nothing (on a small model each is an
+// LM head's work).
+func (md *Medusa) Draft(reqs []MedusaDraft) error {
 	t, c := md.t, md.t.Cfg
-	if n = min(n, md.K); n < 1 {
-		return nil, nil
+	if len(reqs) > t.Opts.MaxSeqs {
+		return fmt.Errorf("%w: %d Medusa drafts in one call (at most %d)", batch.ErrBadInput, len(reqs), t.Opts.MaxSeqs)
 	}
-	if sess.m != t {
-		return nil, fmt.Errorf("%w: Medusa heads draft for a session of their own target model", ErrBadInput)
-	}
-	row0, pos0, rows := sess.LastRows()
-	r := pos - pos0
-	if rows == 0 || r < 0 || r >= rows {
-		return nil, fmt.Errorf("%w: Medusa asked for position %d; the target's last step holds %d rows from %d", ErrBadInput, pos, rows, pos0)
-	}
-	r += row0
 	rowBytes := uint64(4 * c.Dim)
 	enc := t.d.NewEncoder()
-	enc.Copy(t.x, uint64(r)*rowBytes, md.row, 0, rowBytes)
-	md.norm.Encode(enc, &runtime.StepBlock{M: 1}, nil)
-	for _, h := range md.heads[:n] {
-		h.Encode(enc, &runtime.StepBlock{M: 1}, nil)
+	encoded := false
+	for i := range reqs {
+		r := &reqs[i]
+		r.Out = nil
+		if r.N = min(r.N, md.K); r.N < 1 {
+			continue
+		}
+		if pos0, n := t.SlotRows(r.Slot); r.Pos < pos0 || r.Pos >= pos0+n {
+			enc.Discard()
+			return fmt.Errorf("%w: Medusa asked for position %d; the sequence's last step kept %d rows from %d", batch.ErrBadInput, r.Pos, n, pos0)
+		}
+		src, off := t.SlotBuffer(r.Slot, r.Pos)
+		enc.Copy(src, off, md.row, 0, rowBytes)
+		md.norm.Encode(enc, &runtime.StepBlock{M: 1}, nil)
+		for _, h := range md.heads[:r.N] {
+			h.Encode(enc, &runtime.StepBlock{M: 1}, nil)
+		}
+		enc.Copy(md.ids, 0, md.stage, uint64(4*i*md.K), uint64(4*r.N))
+		encoded = true
 	}
-	enc.Copy(md.ids, 0, md.stage, 0, uint64(4*n))
+	if !encoded {
+		enc.Discard()
+		return nil
+	}
 	if err := enc.Submit(); err != nil {
-		return nil, err
+		return err
 	}
-	raw := make([]byte, 4*n)
+	raw := make([]byte, 4*len(reqs)*md.K)
 	if err := md.stage.Read(0, raw); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]int, n)
-	for i := range out {
-		out[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
-		if out[i] >= c.Vocab {
-			return nil, fmt.Errorf("runtime: Medusa head %d drafted token %d of a vocabulary of %d", i, out[i], c.Vocab)
+	for i := range reqs {
+		r := &reqs[i]
+		for k := range max(r.N, 0) {
+			tok := int(binary.LittleEndian.Uint32(raw[4*(i*md.K+k):]))
+			if tok >= c.Vocab {
+				return fmt.Errorf("model: Medusa head %d drafted token %d of a vocabulary of %d", k, tok, c.Vocab)
+			}
+			r.Out = append(r.Out, tok)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Release frees the heads' device buffers (the target's are untouched).

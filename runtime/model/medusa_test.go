@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -47,7 +48,7 @@ func TestMedusaMatchesReference(t *testing.T) {
 			cfg := testConfigs[c.cfg]
 			w := ref.RandomLlama(cfg, int64(c.cfg+1))
 			if models[c.cfg] == nil {
-				m, err := New(d, w, Options{PageSize: 8})
+				m, err := New(d, w, Options{PageSize: 8, FeatureSlots: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,19 +75,33 @@ func TestMedusaMatchesReference(t *testing.T) {
 			st := ref.NewLlamaState(w)
 			sess := m.NewSession()
 			defer sess.Release()
+			slot, err := m.NewSlot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.ReleaseSlot(slot)
+			sess.Keep = slot
 			for _, toks := range [][]int{{3, 1, 4, 1, 5, 9, 2}, {6}, {5, 3, 5}} {
-				if _, err := sess.Forward(toks, 0, nil, Sampling{}); err != nil {
+				if _, err := sess.Forward(toks, 0, nil, batch.Sampling{}); err != nil {
 					t.Fatal(err)
 				}
 				_, hidden := st.Forward(toks)
 				last := hidden[cfg.NLayers-1]
-				_, pos0, rows := sess.LastRows()
+				pos0, rows := m.SlotRows(slot)
+				// Every row at once, as several sequences' drafts: one submit.
+				var reqs []MedusaDraft
 				for r := range rows {
-					n := c.K - r%c.K // all heads, then fewer: only the first n run
-					got, err := md.Draft(sess, pos0+r, n)
-					if err != nil {
-						t.Fatal(err)
-					}
+					reqs = append(reqs, MedusaDraft{Slot: slot, Pos: pos0 + r, N: c.K - r%c.K}) // all heads, then fewer
+				}
+				submits := d.Submits()
+				if err := md.Draft(reqs); err != nil {
+					t.Fatal(err)
+				}
+				if n := d.Submits() - submits; n != 1 {
+					t.Fatalf("drafting for %d rows took %d submits", rows, n)
+				}
+				for r := range rows {
+					n, got := reqs[r].N, reqs[r].Out
 					logits, _, err := ref.MedusaForward(hw, last[r*cfg.Dim:(r+1)*cfg.Dim], w.Norm, cfg.RMSEps, w.LMHead)
 					if err != nil {
 						t.Fatal(err)
@@ -98,7 +113,7 @@ func TestMedusaMatchesReference(t *testing.T) {
 						checkArgmax(t, fmt.Sprintf("position %d head %d", pos0+r, k), got[k], logits[k])
 					}
 				}
-				if _, err := md.Draft(sess, pos0+rows, c.K); !errors.Is(err, ErrBadInput) {
+				if err := md.Draft([]MedusaDraft{{Slot: slot, Pos: pos0 + rows, N: c.K}}); !errors.Is(err, batch.ErrBadInput) {
 					t.Fatalf("a position past the last step: %v", err)
 				}
 			}
@@ -109,7 +124,7 @@ func TestMedusaMatchesReference(t *testing.T) {
 		"dim":   ref.RandomMedusa(2, 1, testConfigs[0].Dim/2, 0, 1),
 		"vocab": ref.RandomMedusa(2, 1, testConfigs[0].Dim, testConfigs[0].Vocab+1, 1),
 	} {
-		if _, err := NewMedusa(m, hw); !errors.Is(err, ErrBadInput) {
+		if _, err := NewMedusa(m, hw); !errors.Is(err, batch.ErrBadInput) {
 			t.Errorf("Medusa of another %s: %v", name, err)
 		}
 	}

@@ -1,10 +1,11 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -25,9 +26,16 @@ type Options struct {
 	// first run: seconds, the first time on a machine (the driver caches them).
 	FirstRun func(what string) (done func())
 	// AuxLayers asks for snapshots of the residual stream entering these layers, for every
-	// row of a step, side by side in Aux() ([chunk, len(AuxLayers) * dim]); EAGLE-3 reads them.
+	// row of a step, side by side ([chunk, len(AuxLayers) * dim]): EAGLE-3's features.
 	AuxLayers []int
+	// FeatureSlots is the number of feature slots (see features.go): one per sequence that
+	// drafts with a head reading the target's features at once (0: none; SlotPerSequence:
+	// MaxSeqs, one for every sequence a step can hold).
+	FeatureSlots int
 }
+
+// SlotPerSequence as Options.FeatureSlots gives every sequence a step can hold a slot.
+const SlotPerSequence = -1
 
 func (o *Options) defaults(cfg *weights.Config) {
 	if o.PageSize <= 0 {
@@ -53,14 +61,10 @@ func (o *Options) defaults(cfg *weights.Config) {
 	}
 	o.MaxLogitRows = max(o.MaxLogitRows, o.MaxDraft+1)
 	o.MaxSeqs = min(o.MaxSeqs, o.PrefillChunk, o.MaxLogitRows)
+	if o.FeatureSlots < 0 {
+		o.FeatureSlots = o.MaxSeqs
+	}
 }
-
-// ErrBadInput is wrapped by errors about a step's tokens or options.
-var ErrBadInput = errors.New("bad input")
-
-// ErrNonFinite is wrapped by the error of a step whose logits hold a NaN or an infinity
-// (broken weights, or an overflow): nothing is sampled from them.
-var ErrNonFinite = errors.New("non-finite logits")
 
 type deviceLayer struct {
 	attnNorm, ffnNorm *webgpu.Buffer  // [dim] f32
@@ -79,7 +83,7 @@ type Model struct {
 	d    *runtime.Device
 	Cfg  weights.Config
 	Opts Options
-	Pool *runtime.PagePool
+	pool *kv.PagePool
 
 	embed  *runtime.Linear // [vocab, dim]
 	layers []deviceLayer   // [n_layers]
@@ -87,27 +91,28 @@ type Model struct {
 	lmHead *runtime.Linear // [vocab, dim] (the embedding's buffers when tied)
 
 	// Activations, sized for PrefillChunk rows.
-	x, qkv, att, h *webgpu.Buffer                // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
-	aux            *webgpu.Buffer                // [chunk, len(AuxLayers) * dim] or nil
-	tokens         *webgpu.Buffer                // [chunk] u32
-	rows           *webgpu.Buffer                // [chunk] RowInfo: each row's sequence and position
-	blocks         *webgpu.Buffer                // [chunk] AttnBlock: attention's blocks of rows
-	seqs           *webgpu.Buffer                // [max_seqs] SeqInfo
-	pageTable      *webgpu.Buffer                // [max_seqs, max pages per sequence] u32
-	rowsel         *webgpu.Buffer                // [max_logit_rows] u32: the rows that sample
-	logits         *webgpu.Buffer                // [max_logit_rows, vocab]
-	res            *webgpu.Buffer                // [max_logit_rows] RowResult
-	drafts         *webgpu.Buffer                // [max_logit_rows] u32
-	q              *webgpu.Buffer                // [max_logit_rows, vocab] f32: the drafts' q rows, where given
-	out            *webgpu.Buffer                // [max_seqs, max_draft + 2] u32: count, tokens
-	staging        *webgpu.Buffer                // map-read copy of out
-	adj            *webgpu.Buffer                // [adjCap] Adj: the sequences' logit adjustments
-	adjCap         int                           // max_seqs * (min(max_seq, vocab) + 512)
-	lp             *webgpu.Buffer                // [max_logit_rows, LogprobStride] u32: logprobs
-	lpStaging      *webgpu.Buffer                // map-read copy of lp
-	scratch        *webgpu.Buffer                // [page_size, n_kv, hd]: copy-on-write of a shared page
-	dummy          *webgpu.Buffer                // stands in for bindings a variant does not read (64 bytes)
-	last           map[*runtime.Sequence]rowSpan // where the last step put each sequence's rows
+	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
+	aux            *webgpu.Buffer // [chunk, len(AuxLayers) * dim] or nil
+	tokens         *webgpu.Buffer // [chunk] u32
+	rows           *webgpu.Buffer // [chunk] RowInfo: each row's sequence and position
+	blocks         *webgpu.Buffer // [chunk] AttnBlock: attention's blocks of rows
+	seqs           *webgpu.Buffer // [max_seqs] SeqInfo
+	pageTable      *webgpu.Buffer // [max_seqs, max pages per sequence] u32
+	rowsel         *webgpu.Buffer // [max_logit_rows] u32: the rows that sample
+	logits         *webgpu.Buffer // [max_logit_rows, vocab]
+	res            *webgpu.Buffer // [max_logit_rows] RowResult
+	drafts         *webgpu.Buffer // [max_logit_rows] u32
+	q              *webgpu.Buffer // [max_logit_rows, vocab] f32: the drafts' q rows, where given
+	out            *webgpu.Buffer // [max_seqs, max_draft + 2] u32: count, tokens
+	staging        *webgpu.Buffer // map-read copy of out
+	adj            *webgpu.Buffer // [adjCap] Adj: the sequences' logit adjustments
+	adjCap         int            // max_seqs * (min(max_seq, vocab) + 512)
+	lp             *webgpu.Buffer // [max_logit_rows, LogprobStride] u32: logprobs
+	lpStaging      *webgpu.Buffer // map-read copy of lp
+	scratch        *webgpu.Buffer // [page_size, n_kv, hd]: copy-on-write of a shared page
+	dummy          *webgpu.Buffer // stands in for bindings a variant does not read (64 bytes)
+	feat           *webgpu.Buffer // [FeatureSlots, chunk, FeatureWidth]: the feature slots
+	slots          []slotState    // what each slot holds
 
 	// decode: one row. verify[i]: up to verifyRows[i] rows (drafts to verify, several
 	// sequences' tokens, a short prompt), the matmuls in one block; recorded at first use.
@@ -122,12 +127,15 @@ type Model struct {
 func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, error) {
 	cfg := w.Cfg
 	opts.defaults(&cfg)
-	m := &Model{d: d, Cfg: cfg, Opts: opts, Pool: runtime.NewPagePool(opts.Pages, opts.PageSize), last: map[*runtime.Sequence]rowSpan{},
+	m := &Model{d: d, Cfg: cfg, Opts: opts, pool: kv.NewPagePool(opts.Pages, opts.PageSize),
 		ran: map[*runtime.Program]bool{}}
 	if err := m.upload(w); err != nil {
 		return nil, err
 	}
 	if err := m.allocate(); err != nil {
+		return nil, err
+	}
+	if err := m.allocateSlots(); err != nil {
 		return nil, err
 	}
 	var err error
@@ -223,7 +231,7 @@ func (m *Model) allocate() error {
 	if n := len(o.AuxLayers); n > 0 {
 		for _, l := range o.AuxLayers {
 			if l < 0 || l >= c.NLayers {
-				return fmt.Errorf("%w: aux layer %d of a %d-layer model", ErrBadInput, l, c.NLayers)
+				return fmt.Errorf("%w: aux layer %d of a %d-layer model", batch.ErrBadInput, l, c.NLayers)
 			}
 		}
 		b, err := m.d.NewStorage("aux", uint64(4*chunk*n*c.Dim))
@@ -246,4 +254,14 @@ func concat(parts ...[]float32) []float32 {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// Pool is the model's KV page pool.
+func (m *Model) Pool() *kv.PagePool { return m.pool }
+
+// Limits are what one step of the model takes (the scheduler's Target).
+func (m *Model) Limits() batch.Limits {
+	o, c := m.Opts, m.Cfg
+	return batch.Limits{MaxSeq: c.MaxSeq, Vocab: c.Vocab, MaxSeqs: o.MaxSeqs, MaxLogitRows: o.MaxLogitRows,
+		MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -50,7 +51,7 @@ func TestForwardLogitsMatchReference(t *testing.T) {
 					t.Fatal(err)
 				}
 				st := ref.NewLlamaState(w)
-				seq := m.Pool.NewSequence()
+				seq := m.Pool().NewSequence()
 				tol := 2e-4
 				if wt == wgsl.F16 {
 					tol = 2e-3 // the activations stay f32; only the weights were rounded
@@ -61,7 +62,7 @@ func TestForwardLogitsMatchReference(t *testing.T) {
 					if si == 3 {
 						nd = 3
 					}
-					if _, err := m.Forward(seq, toks, nd, nil, Sampling{}); err != nil {
+					if _, err := m.Forward(seq, toks, nd, nil, batch.Sampling{}); err != nil {
 						t.Fatal(err)
 					}
 					got, err := m.Logits(nd + 1)

@@ -1,26 +1,26 @@
 package model
 
-import "github.com/wspec/wspec/runtime"
+import (
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
+)
 
-// Session is one sequence on a model: the unit the speculative loop drives.
+// Session is one sequence on a model with the one-sequence calls tests, calibration and
+// benchmarks use; the scheduler runs sequences through Step.
 type Session struct {
 	m   *Model
-	seq *runtime.Sequence
+	seq *kv.Sequence
+	// Keep, when set, is the feature slot Forward's steps copy the sequence's features into.
+	Keep batch.Slot
 }
 
 // NewSession starts an empty sequence on the model's page pool.
-func (m *Model) NewSession() *Session { return &Session{m: m, seq: m.Pool.NewSequence()} }
+func (m *Model) NewSession() *Session { return &Session{m: m, seq: m.Pool().NewSequence()} }
 
 // Forward runs tokens (the last nDraft of them drafts) and returns the emitted tokens; see
 // Model.Forward.
-func (s *Session) Forward(tokens []int, nDraft int, q []float32, smp Sampling) ([]int, error) {
-	return s.m.Forward(s.seq, tokens, nDraft, q, smp)
-}
-
-// DecodeChain feeds tokens and decodes k tokens greedily in one submit; see
-// Model.DecodeChain.
-func (s *Session) DecodeChain(tokens []int, k int) ([]int, error) {
-	return s.m.DecodeChain(s.seq, tokens, k)
+func (s *Session) Forward(tokens []int, nDraft int, q []float32, smp batch.Sampling) ([]int, error) {
+	return s.m.forward(s.seq, s.Keep, tokens, nDraft, q, smp)
 }
 
 // Len is the number of tokens in the session's KV cache.
@@ -32,16 +32,5 @@ func (s *Session) Truncate(n int) { s.seq.Truncate(n) }
 // Release frees every page of the session.
 func (s *Session) Release() { s.seq.Release() }
 
-// Vocab is the model's vocabulary size.
-func (s *Session) Vocab() int { return s.m.Cfg.Vocab }
-
-// MaxSeq is the model's context length.
-func (s *Session) MaxSeq() int { return s.m.Cfg.MaxSeq }
-
-// Fork returns a new session sharing this one's KV pages (reference counted); the first write
-// into a shared page copies it, so the two sequences can go on differently (parallel samples
-// of one prompt, beam search).
-func (s *Session) Fork() *Session { return &Session{m: s.m, seq: s.seq.Fork()} }
-
 // Sequence is the session's sequence in the page pool (for batched steps: Model.Step).
-func (s *Session) Sequence() *runtime.Sequence { return s.seq }
+func (s *Session) Sequence() *kv.Sequence { return s.seq }

@@ -5,7 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/runtime/ref"
 )
 
@@ -20,20 +21,20 @@ func TestForwardErrors(t *testing.T) {
 	}
 	s := m.NewSession()
 	long := make([]int, cfg.MaxSeq+1)
-	if _, err := s.Forward(long, 0, nil, Sampling{}); !errors.Is(err, runtime.ErrContextFull) {
-		t.Fatalf("prompt over the context: want runtime.ErrContextFull, got %v", err)
+	if _, err := s.Forward(long, 0, nil, batch.Sampling{}); !errors.Is(err, kv.ErrContextFull) {
+		t.Fatalf("prompt over the context: want kv.ErrContextFull, got %v", err)
 	}
-	if _, err := s.Forward(make([]int, 40), 0, nil, Sampling{}); !errors.Is(err, runtime.ErrPoolExhausted) {
-		t.Fatalf("40 tokens in 32 slots: want runtime.ErrPoolExhausted, got %v", err)
+	if _, err := s.Forward(make([]int, 40), 0, nil, batch.Sampling{}); !errors.Is(err, kv.ErrPoolExhausted) {
+		t.Fatalf("40 tokens in 32 slots: want kv.ErrPoolExhausted, got %v", err)
 	}
-	if s.Len() != 0 || m.Pool.InUse() != 0 {
-		t.Fatalf("failed steps left %d tokens, %d pages", s.Len(), m.Pool.InUse())
+	if s.Len() != 0 || m.Pool().InUse() != 0 {
+		t.Fatalf("failed steps left %d tokens, %d pages", s.Len(), m.Pool().InUse())
 	}
-	if _, err := s.Forward([]int{cfg.Vocab}, 0, nil, Sampling{}); !errors.Is(err, ErrBadInput) {
-		t.Fatalf("token id = vocab: want ErrBadInput, got %v", err)
+	if _, err := s.Forward([]int{cfg.Vocab}, 0, nil, batch.Sampling{}); !errors.Is(err, batch.ErrBadInput) {
+		t.Fatalf("token id = vocab: want batch.ErrBadInput, got %v", err)
 	}
-	if _, err := s.Forward([]int{1, 2}, 2, nil, Sampling{}); !errors.Is(err, ErrBadInput) {
-		t.Fatalf("all tokens drafts: want ErrBadInput, got %v", err)
+	if _, err := s.Forward([]int{1, 2}, 2, nil, batch.Sampling{}); !errors.Is(err, batch.ErrBadInput) {
+		t.Fatalf("all tokens drafts: want batch.ErrBadInput, got %v", err)
 	}
 }
 
@@ -47,7 +48,7 @@ func TestModelRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.NewSession().Forward([]int{1, 2, 3}, 0, nil, Sampling{}); err != nil {
+		if _, err := m.NewSession().Forward([]int{1, 2, 3}, 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
 		m.Release()
@@ -71,22 +72,22 @@ func TestForkedSessionsDiverge(t *testing.T) {
 	}
 	prompt := []int{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, 11} // 11 tokens: the second page is shared half full
 	a := m.NewSession()
-	if _, err := a.Forward(prompt, 0, nil, Sampling{}); err != nil {
+	if _, err := a.Forward(prompt, 0, nil, batch.Sampling{}); err != nil {
 		t.Fatal(err)
 	}
-	b := a.Fork()
-	if m.Pool.InUse() != 2 {
-		t.Fatalf("fork allocated pages: %d in use", m.Pool.InUse())
+	b := &Session{m: m, seq: a.seq.Fork()}
+	if m.Pool().InUse() != 2 {
+		t.Fatalf("fork allocated pages: %d in use", m.Pool().InUse())
 	}
 	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
 		s := []*Session{a, b}[i]
-		if _, err := s.Forward(next, 0, nil, Sampling{}); err != nil {
+		if _, err := s.Forward(next, 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
 		s := []*Session{a, b}[i]
-		if _, err := s.Forward([]int{40}, 0, nil, Sampling{}); err != nil {
+		if _, err := s.Forward([]int{40}, 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := m.Logits(1)
@@ -103,49 +104,64 @@ func TestForkedSessionsDiverge(t *testing.T) {
 	}
 	a.Release()
 	b.Release()
-	if m.Pool.InUse() != 0 {
-		t.Fatalf("%d pages leaked", m.Pool.InUse())
+	if m.Pool().InUse() != 0 {
+		t.Fatalf("%d pages leaked", m.Pool().InUse())
 	}
 }
 
-// DecodeChain gives the tokens of greedy decoding one step at a time, and leaves the cache as
-// they do, for chains from 1 to 9 tokens, fed 1 to 3 tokens first, across page boundaries;
-// refused chains change nothing.
-func TestDecodeChainMatchesSteps(t *testing.T) {
+// DecodeChains gives the tokens of greedy decoding one step at a time, and leaves the cache as
+// they do, for chains of 1 to 9 tokens fed 1 to 3 tokens first, across page boundaries, all
+// run together (every sequence's chain length its own); chains fed one token each take one
+// submit; refused chains change nothing.
+func TestDecodeChainsMatchSteps(t *testing.T) {
 	w := ref.RandomLlama(testConfigs[1], 4)
-	m, err := New(testDevice(t), w, Options{PageSize: 4})
+	d := testDevice(t)
+	m, err := New(d, w, Options{PageSize: 4, Pages: 400})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Release()
 	prompt := []int{3, 1, 4, 1, 5}
-	want := decodeAlone(t, m, prompt, 20, Sampling{})
-	for _, feed := range []int{1, 2, 3} {
-		for k := 1; k <= 9; k += 2 {
-			a := m.NewSession()
-			// The cache holds prompt and want[:j-feed], then feeds the next feed tokens.
-			j := 4
-			ctx := append(slices.Clone(prompt), want[:j]...)
-			if _, err := a.Forward(ctx[:len(ctx)-feed], 0, nil, Sampling{}); err != nil {
-				t.Fatal(err)
+	want := decodeAlone(t, m, prompt, 20, batch.Sampling{})
+	for _, feeds := range [][]int{{1}, {1, 2, 3}} {
+		var chains []Chain
+		var sess []*Session
+		var js []int
+		for fi, feed := range feeds {
+			for k := 1; k <= 9; k += 2 {
+				a := m.NewSession()
+				// The cache holds prompt and want[:j-feed], then feeds the next feed tokens.
+				j := 3 + (fi+k)%3
+				ctx := append(slices.Clone(prompt), want[:j]...)
+				if _, err := a.Forward(ctx[:len(ctx)-feed], 0, nil, batch.Sampling{}); err != nil {
+					t.Fatal(err)
+				}
+				chains = append(chains, Chain{Seq: a.seq, Tokens: ctx[len(ctx)-feed:], K: k})
+				sess, js = append(sess, a), append(js, j)
 			}
-			got, err := a.DecodeChain(ctx[len(ctx)-feed:], k)
-			if err != nil {
-				t.Fatal(err)
+		}
+		submits := d.Submits()
+		if err := m.DecodeChains(chains); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.Submits() - submits; len(feeds) == 1 && n != 1 {
+			t.Errorf("%d chains fed one token each took %d submits", len(chains), n)
+		}
+		for i, c := range chains {
+			a, j, k := sess[i], js[i], c.K
+			if !slices.Equal(c.Out, want[j:j+k]) {
+				t.Errorf("feed %d k %d: chain %v, steps %v", len(c.Tokens), k, c.Out, want[j:j+k])
 			}
-			if !slices.Equal(got, want[j:j+k]) {
-				t.Errorf("feed %d k %d: chain %v, steps %v", feed, k, got, want[j:j+k])
-			}
-			if a.Len() != len(ctx)+k-1 {
-				t.Errorf("feed %d k %d: %d tokens cached, want %d", feed, k, a.Len(), len(ctx)+k-1)
+			if a.Len() != len(prompt)+j+k-1 {
+				t.Errorf("feed %d k %d: %d tokens cached, want %d", len(c.Tokens), k, a.Len(), len(prompt)+j+k-1)
 			}
 			// The cache is right: one more step gives the next token.
-			next, err := a.Forward(got[k-1:], 0, nil, Sampling{})
+			next, err := a.Forward(c.Out[k-1:], 0, nil, batch.Sampling{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if next[0] != want[j+k] {
-				t.Errorf("feed %d k %d: after the chain %d, want %d", feed, k, next[0], want[j+k])
+				t.Errorf("feed %d k %d: after the chain %d, want %d", len(c.Tokens), k, next[0], want[j+k])
 			}
 			a.Release()
 		}
@@ -153,14 +169,14 @@ func TestDecodeChainMatchesSteps(t *testing.T) {
 	a := m.NewSession()
 	defer a.Release()
 	for _, k := range []int{0, MaxChain + 1} {
-		if _, err := a.DecodeChain([]int{1}, k); !errors.Is(err, ErrBadInput) || a.Len() != 0 {
+		if err := m.DecodeChains([]Chain{{Seq: a.seq, Tokens: []int{1}, K: k}}); !errors.Is(err, batch.ErrBadInput) || a.Len() != 0 {
 			t.Errorf("chain of %d: %v, %d tokens cached", k, err, a.Len())
 		}
 	}
-	if _, err := a.DecodeChain(make([]int, m.Cfg.MaxSeq-2), 4); !errors.Is(err, runtime.ErrContextFull) || a.Len() != 0 {
+	if err := m.DecodeChains([]Chain{{Seq: a.seq, Tokens: make([]int, m.Cfg.MaxSeq-2), K: 4}}); !errors.Is(err, kv.ErrContextFull) || a.Len() != 0 {
 		t.Errorf("chain past the context: %v, %d tokens cached", err, a.Len())
 	}
-	if m.Pool.InUse() != 0 {
-		t.Errorf("%d pages in use after the refusals", m.Pool.InUse())
+	if m.Pool().InUse() != 0 {
+		t.Errorf("%d pages in use after the refusals", m.Pool().InUse())
 	}
 }

@@ -6,81 +6,26 @@ import (
 	"math"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/runtime/webgpu"
 )
-
-// Sampling are a sequence's sampling settings and logits processors.
-type Sampling struct {
-	Temperature float32 // <= 0: greedy
-	TopK        int     // 0: off
-	TopP        float32 // 0 or 1: off
-	MinP        float32 // 0: off
-	Seed        uint64
-	SeqID       uint32 // a second random key: sequences with one seed and different ids differ
-	// Penalties, applied (after the logit bias) to the tokens SeqStep.Adj lists and to the
-	// drafts before each row; 0, 0 and 0 or 1 are off.
-	Presence, Frequency, Repetition float32
-	Logprobs                        bool // each emitted token's logprob comes back
-	TopLogprobs                     int  // with its row's TopLogprobs likeliest tokens (at most 20)
-}
-
-// penalized reports whether a penalty is on.
-func (s Sampling) penalized() bool {
-	return s.Presence != 0 || s.Frequency != 0 || (s.Repetition > 0 && s.Repetition != 1)
-}
-
-// SeqStep is one sequence's part of a batched step: its new tokens, at positions
-// Seq.Len().., the last NDraft of them drafts to verify.
-type SeqStep struct {
-	Seq      *runtime.Sequence
-	Tokens   []int
-	NDraft   int
-	Q        []float32 // [NDraft, vocab] draft probabilities, or nil: one-hot on the drafts
-	Sample   bool      // sample after the tokens (false: a prompt chunk that does not end the prompt)
-	Sampling Sampling
-	// Adj lists, once each, the tokens whose logits the sequence adjusts: those with a logit
-	// bias, and for the penalties those in the prompt or generated before this step (with
-	// their count among the generated).
-	Adj []runtime.Adj
-}
-
-// StepOut is one sequence's result: the accepted drafts followed by one recovered or bonus
-// token (one sampled token without drafts), nil when it did not sample, or the error of its
-// logits (ErrNonFinite). With Sampling.Logprobs, Logprobs holds each token's.
-type StepOut struct {
-	Tokens   []int
-	Logprobs []TokenLogprob
-	Err      error
-}
-
-// TokenLogprob is an emitted token's log-probability (log-softmax of its row's logits after
-// the processors, at temperature 1) and its row's likeliest tokens with theirs.
-type TokenLogprob struct {
-	Logprob float32
-	Top     []TopLogprob
-}
-
-// TopLogprob is one of a row's likeliest tokens.
-type TopLogprob struct {
-	Token   int
-	Logprob float32
-}
 
 // rowSpan is where a step put one sequence's rows.
 type rowSpan struct{ row0, pos0, n int }
 
 // Step runs one forward pass over the batch's tokens in one submit and samples on the device.
 // Only the emitted token ids come back. The caches then hold all of the tokens: the caller
-// truncates the rejected drafts. An invalid batch (wrapping ErrBadInput, ErrContextFull or
-// runtime.ErrPoolExhausted) or a failed submit leaves every cache as it was.
-func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
+// truncates the rejected drafts. An invalid batch (wrapping batch.ErrBadInput, ErrContextFull or
+// kv.ErrPoolExhausted) or a failed submit leaves every cache as it was.
+func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 	if m.embed == nil {
 		return nil, fmt.Errorf("model: %w (the model was released)", runtime.ErrClosed)
 	}
-	if err := m.checkBatch(batch); err != nil {
+	if err := m.checkBatch(steps); err != nil {
 		return nil, err
 	}
-	sp, err := m.prepare(batch)
+	sp, err := m.prepare(steps)
 	if err != nil {
 		return nil, err
 	}
@@ -94,30 +39,31 @@ func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
 	enc := m.d.NewEncoder()
 	m.encodeCopies(enc, sp.copies)
 	sp.prog.Encode(enc, &sp.step, nil)
+	m.encodeKeep(enc, steps, sp.spans)
 	stride := o.MaxDraft + 2
 	sampled := sp.step.LogitRows > 0
 	lpBytes := uint64(4 * runtime.LogprobStride * int(sp.step.LogitRows))
 	if sampled {
-		enc.Copy(m.out, 0, m.staging, 0, uint64(4*stride*len(batch)))
+		enc.Copy(m.out, 0, m.staging, 0, uint64(4*stride*len(steps)))
 		if sp.logprobs {
 			enc.Copy(m.lp, 0, m.lpStaging, 0, lpBytes)
 		}
 	}
 	if err := enc.Submit(); err != nil {
-		for s, st := range batch {
+		for s, st := range steps {
 			st.Seq.Truncate(sp.before[s])
 		}
 		return nil, err
 	}
-	for s, st := range batch {
+	for s, st := range steps {
 		st.Seq.Commit(sp.before[s] + len(st.Tokens))
 	}
-	m.last = sp.last
-	outs := make([]StepOut, len(batch))
+	m.commitKeep(steps, sp.spans)
+	outs := make([]batch.StepOut, len(steps))
 	if !sampled {
 		return outs, nil
 	}
-	raw := make([]byte, 4*stride*len(batch))
+	raw := make([]byte, 4*stride*len(steps))
 	if err := m.staging.Read(0, raw); err != nil {
 		return nil, err
 	}
@@ -128,7 +74,7 @@ func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
 			return nil, err
 		}
 	}
-	for s, st := range batch {
+	for s, st := range steps {
 		if st.Sample {
 			outs[s] = m.parseOut(raw[4*stride*s:4*stride*(s+1)], st, sp.before[s])
 			if st.Sampling.Logprobs && outs[s].Err == nil {
@@ -141,8 +87,8 @@ func (m *Model) Step(batch []SeqStep) ([]StepOut, error) {
 
 // parseLogprobs reads the logprobs of a sequence's n emitted tokens: token i < n-1 is row i's
 // accepted draft, the last is row n-1's own token (recovered or bonus).
-func (m *Model) parseLogprobs(lp []byte, si runtime.SeqInfo, st SeqStep, n int) []TokenLogprob {
-	out := make([]TokenLogprob, n)
+func (m *Model) parseLogprobs(lp []byte, si runtime.SeqInfo, st batch.SeqStep, n int) []batch.TokenLogprob {
+	out := make([]batch.TokenLogprob, n)
 	for i := range out {
 		row := lp[4*runtime.LogprobStride*(int(si.LogitRow0)+i):]
 		word := func(w int) uint32 { return binary.LittleEndian.Uint32(row[4*w:]) }
@@ -152,7 +98,7 @@ func (m *Model) parseLogprobs(lp []byte, si runtime.SeqInfo, st SeqStep, n int) 
 		}
 		out[i].Logprob = math.Float32frombits(word(which))
 		for k := range min(st.Sampling.TopLogprobs, m.Cfg.Vocab) {
-			out[i].Top = append(out[i].Top, TopLogprob{Token: int(word(2 + 2*k)), Logprob: math.Float32frombits(word(3 + 2*k))})
+			out[i].Top = append(out[i].Top, batch.TopLogprob{Token: int(word(2 + 2*k)), Logprob: math.Float32frombits(word(3 + 2*k))})
 		}
 	}
 	return out
@@ -178,20 +124,20 @@ func (m *Model) describe(p *runtime.Program) string {
 type preparedStep struct {
 	prog   *runtime.Program
 	step   runtime.StepBlock
-	copies []runtime.PageCopy            // copy-on-write page copies to encode first
-	before []int                         // each sequence's length before the step
-	last   map[*runtime.Sequence]rowSpan // where each sequence's rows go
-	seqs   []runtime.SeqInfo             // what the sampler was told of each sequence
+	copies []kv.PageCopy     // copy-on-write page copies to encode first
+	before []int             // each sequence's length before the step
+	spans  []rowSpan         // where each sequence's rows went
+	seqs   []runtime.SeqInfo // what the sampler was told of each sequence
 	// logprobs: some sequence asked for them
 	logprobs bool
 }
 
 // prepare reserves the batch's pages (checkBatch counted them) and writes its inputs: tokens,
 // rows, attention blocks, sequences, page tables, the rows that sample, drafts and q.
-func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
+func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 	c, o := m.Cfg, m.Opts
 	rowsN := 0
-	for _, st := range batch {
+	for _, st := range steps {
 		rowsN += len(st.Tokens)
 	}
 	prog, blockRows, err := m.program(rowsN)
@@ -201,21 +147,21 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 	attRows := runtime.AttentionBlockRows(blockRows, c.HeadDim)
 	maxPages := (c.MaxSeq + o.PageSize - 1) / o.PageSize
 	var (
-		rows    []runtime.RowInfo
-		tokens  []uint32
-		seqs    = make([]runtime.SeqInfo, len(batch))
-		blocks  []runtime.AttnBlock
-		rowsel  []uint32
-		drafts  []uint32
-		qs      []float32
-		adj     []runtime.Adj
-		lp      bool
-		copies  []runtime.PageCopy
-		pages   = make([]uint32, len(batch)*maxPages)
-		before  = make([]int, len(batch))
-		newLast = map[*runtime.Sequence]rowSpan{}
+		rows   []runtime.RowInfo
+		tokens []uint32
+		seqs   = make([]runtime.SeqInfo, len(steps))
+		blocks []runtime.AttnBlock
+		rowsel []uint32
+		drafts []uint32
+		qs     []float32
+		adj    []batch.Adj
+		lp     bool
+		copies []kv.PageCopy
+		pages  = make([]uint32, len(steps)*maxPages)
+		before = make([]int, len(steps))
+		spans  = make([]rowSpan, len(steps))
 	)
-	for s, st := range batch {
+	for s, st := range steps {
 		pos0, n := st.Seq.Len(), len(st.Tokens)
 		before[s] = pos0
 		cp, err := st.Seq.Reserve(pos0 + n)
@@ -227,7 +173,7 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 			pages[s*maxPages+i] = uint32(p)
 		}
 		row0 := len(rows)
-		newLast[st.Seq] = rowSpan{row0: row0, pos0: pos0, n: n}
+		spans[s] = rowSpan{row0: row0, pos0: pos0, n: n}
 		for i, t := range st.Tokens {
 			rows = append(rows, runtime.RowInfo{Seq: uint32(s), Pos: uint32(pos0 + i)})
 			tokens = append(tokens, uint32(t))
@@ -241,12 +187,9 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 			first := n - nd - 1 // the first row that samples
 			si.Sampled, si.NDraft, si.LogitRow0 = 1, uint32(nd), uint32(len(rowsel))
 			si.PosSample, si.DraftOff = uint32(pos0+first+1), uint32(len(drafts))
-			si.SeedLo, si.SeedHi, si.SeqID = uint32(sm.Seed), uint32(sm.Seed>>32), sm.SeqID
-			si.Temperature, si.TopP, si.TopK = sm.Temperature, sm.TopP, uint32(max(sm.TopK, 0))
-			if si.TopP <= 0 {
-				si.TopP = 1
-			}
-			si.MinP, si.Presence, si.Frequency, si.Repetition = sm.MinP, sm.Presence, sm.Frequency, sm.Repetition
+			si.SeedLo, si.SeedHi, si.SeqID = uint32(sm.Seed), uint32(sm.Seed>>32), sm.Choice
+			si.Temperature, si.TopP, si.TopK = sm.Temperature, sm.TopP, uint32(sm.TopK)
+			si.MinP, si.Presence, si.Frequency, si.Repetition = sm.MinP, sm.PresencePenalty, sm.FrequencyPenalty, sm.RepetitionPenalty
 			si.AdjOff, si.AdjLen = uint32(len(adj)), uint32(len(st.Adj))
 			adj = append(adj, st.Adj...)
 			if sm.Logprobs {
@@ -266,7 +209,7 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 		}
 		seqs[s] = si
 	}
-	step := runtime.StepBlock{M: uint32(rowsN), NSeqs: uint32(len(batch)), LogitRows: uint32(len(rowsel)), NBlocks: uint32(len(blocks))}
+	step := runtime.StepBlock{M: uint32(rowsN), NSeqs: uint32(len(steps)), LogitRows: uint32(len(rowsel)), NBlocks: uint32(len(blocks))}
 	for _, si := range seqs {
 		if si.Sampled != 0 && si.Temperature > 0 {
 			step.DrawRows += si.NDraft + 1
@@ -289,34 +232,34 @@ func (m *Model) prepare(batch []SeqStep) (*preparedStep, error) {
 	if len(adj) > 0 {
 		m.adj.Write(0, runtime.SliceBytes(adj))
 	}
-	return &preparedStep{prog: prog, step: step, copies: copies, before: before, last: newLast, seqs: seqs, logprobs: lp}, nil
+	return &preparedStep{prog: prog, step: step, copies: copies, before: before, spans: spans, seqs: seqs, logprobs: lp}, nil
 }
 
 // parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
-func (m *Model) parseOut(raw []byte, st SeqStep, pos0 int) StepOut {
+func (m *Model) parseOut(raw []byte, st batch.SeqStep, pos0 int) batch.StepOut {
 	word := func(i int) uint32 { return binary.LittleEndian.Uint32(raw[4*i:]) }
 	n := int(word(0))
 	if n == 0 {
 		kind := map[uint32]string{1: "NaN", 2: "infinite", 3: "NaN and infinite"}[word(1)]
 		pos := pos0 + len(st.Tokens) - st.NDraft - 1 + int(word(2))
-		return StepOut{Err: fmt.Errorf("%w: the model produced %s logits at position %d", ErrNonFinite, kind, pos)}
+		return batch.StepOut{Err: fmt.Errorf("%w: the model produced %s logits at position %d", batch.ErrNonFinite, kind, pos)}
 	}
 	if n > st.NDraft+1 {
-		return StepOut{Err: fmt.Errorf("runtime: sampler emitted %d tokens for %d drafts", n, st.NDraft)}
+		return batch.StepOut{Err: fmt.Errorf("runtime: sampler emitted %d tokens for %d drafts", n, st.NDraft)}
 	}
 	out := make([]int, n)
 	for i := range out {
 		out[i] = int(word(i + 1))
 		if out[i] >= m.Cfg.Vocab {
-			return StepOut{Err: fmt.Errorf("runtime: sampler emitted token id %d outside the vocabulary of %d", out[i], m.Cfg.Vocab)}
+			return batch.StepOut{Err: fmt.Errorf("runtime: sampler emitted token id %d outside the vocabulary of %d", out[i], m.Cfg.Vocab)}
 		}
 	}
-	return StepOut{Tokens: out}
+	return batch.StepOut{Tokens: out}
 }
 
 // encodeCopies copies shared pages into their private replacements (copy-on-write) in every
 // layer's cache, through the scratch page: a WebGPU copy never has one buffer at both ends.
-func (m *Model) encodeCopies(enc *webgpu.Encoder, copies []runtime.PageCopy) {
+func (m *Model) encodeCopies(enc *webgpu.Encoder, copies []kv.PageCopy) {
 	pageBytes := uint64(m.Opts.PageSize * m.Cfg.NKVHeads * m.Cfg.HeadDim * 4)
 	for _, cp := range copies {
 		for _, ly := range m.layers {
@@ -329,38 +272,35 @@ func (m *Model) encodeCopies(enc *webgpu.Encoder, copies []runtime.PageCopy) {
 }
 
 // checkBatch refuses a batch the step cannot run, before anything changes.
-func (m *Model) checkBatch(batch []SeqStep) error {
+func (m *Model) checkBatch(steps []batch.SeqStep) error {
 	c, o := m.Cfg, m.Opts
-	if len(batch) == 0 || len(batch) > o.MaxSeqs {
-		return fmt.Errorf("%w: %d sequences in a step (1..%d)", ErrBadInput, len(batch), o.MaxSeqs)
+	if len(steps) == 0 || len(steps) > o.MaxSeqs {
+		return fmt.Errorf("%w: %d sequences in a step (1..%d)", batch.ErrBadInput, len(steps), o.MaxSeqs)
 	}
 	rows, logitRows, pagesNeeded, adjN := 0, 0, 0, 0
-	seen := map[*runtime.Sequence]bool{}
-	for _, st := range batch {
+	seen := map[*kv.Sequence]bool{}
+	for _, st := range steps {
 		n := len(st.Tokens)
 		switch {
 		case st.Seq == nil || seen[st.Seq]:
-			return fmt.Errorf("%w: a sequence missing or twice in a step", ErrBadInput)
+			return fmt.Errorf("%w: a sequence missing or twice in a step", batch.ErrBadInput)
 		case n == 0:
-			return fmt.Errorf("%w: no tokens", ErrBadInput)
+			return fmt.Errorf("%w: no tokens", batch.ErrBadInput)
 		case st.NDraft < 0 || st.NDraft > o.MaxDraft || st.NDraft >= n:
-			return fmt.Errorf("%w: %d drafts among %d tokens (at most %d)", ErrBadInput, st.NDraft, n, o.MaxDraft)
+			return fmt.Errorf("%w: %d drafts among %d tokens (at most %d)", batch.ErrBadInput, st.NDraft, n, o.MaxDraft)
 		case st.NDraft > 0 && !st.Sample:
-			return fmt.Errorf("%w: drafts in a step that does not sample", ErrBadInput)
+			return fmt.Errorf("%w: drafts in a step that does not sample", batch.ErrBadInput)
 		case st.Q != nil && len(st.Q) != st.NDraft*c.Vocab:
-			return fmt.Errorf("%w: q has %d values, want %d x %d", ErrBadInput, len(st.Q), st.NDraft, c.Vocab)
-		case st.Sampling.TopLogprobs < 0 || st.Sampling.TopLogprobs > runtime.MaxTopLogprobs:
-			return fmt.Errorf("%w: %d top logprobs (0..%d)", ErrBadInput, st.Sampling.TopLogprobs, runtime.MaxTopLogprobs)
+			return fmt.Errorf("%w: q has %d values, want %d x %d", batch.ErrBadInput, len(st.Q), st.NDraft, c.Vocab)
+		case st.Keep < 0 || int(st.Keep) > len(m.slots) || (st.Keep > 0 && !m.slots[st.Keep-1].used):
+			return fmt.Errorf("%w: feature slot %d (the model has %d)", batch.ErrBadInput, st.Keep, len(m.slots))
 		case st.Seq.Len()+n > c.MaxSeq:
-			return fmt.Errorf("%w: %d tokens after this step, the context is %d", runtime.ErrContextFull, st.Seq.Len()+n, c.MaxSeq)
+			return fmt.Errorf("%w: %d tokens after this step, the context is %d", kv.ErrContextFull, st.Seq.Len()+n, c.MaxSeq)
 		}
 		for _, t := range st.Tokens {
 			if t < 0 || t >= c.Vocab {
-				return fmt.Errorf("%w: token id %d outside the vocabulary of %d", ErrBadInput, t, c.Vocab)
+				return fmt.Errorf("%w: token id %d outside the vocabulary of %d", batch.ErrBadInput, t, c.Vocab)
 			}
-		}
-		if err := m.checkAdj(st.Adj); err != nil {
-			return err
 		}
 		if st.Sample {
 			adjN += len(st.Adj)
@@ -374,28 +314,13 @@ func (m *Model) checkBatch(batch []SeqStep) error {
 	}
 	switch {
 	case rows > o.PrefillChunk:
-		return fmt.Errorf("%w: %d rows in a step (at most %d)", ErrBadInput, rows, o.PrefillChunk)
+		return fmt.Errorf("%w: %d rows in a step (at most %d)", batch.ErrBadInput, rows, o.PrefillChunk)
 	case logitRows > o.MaxLogitRows:
-		return fmt.Errorf("%w: %d rows to sample in a step (at most %d)", ErrBadInput, logitRows, o.MaxLogitRows)
+		return fmt.Errorf("%w: %d rows to sample in a step (at most %d)", batch.ErrBadInput, logitRows, o.MaxLogitRows)
 	case adjN > m.adjCap:
-		return fmt.Errorf("%w: %d logit adjustments in a step (at most %d)", ErrBadInput, adjN, m.adjCap)
-	case pagesNeeded > m.Pool.Free():
-		return fmt.Errorf("%w: the step needs %d pages, %d are free", runtime.ErrPoolExhausted, pagesNeeded, m.Pool.Free())
-	}
-	return nil
-}
-
-// checkAdj refuses an adjustment list naming a token outside the vocabulary or twice.
-func (m *Model) checkAdj(adj []runtime.Adj) error {
-	seen := make(map[uint32]bool, len(adj))
-	for _, a := range adj {
-		if int(a.Token) >= m.Cfg.Vocab || seen[a.Token] {
-			return fmt.Errorf("%w: logit adjustment of token %d (twice, or outside the vocabulary of %d)", ErrBadInput, a.Token, m.Cfg.Vocab)
-		}
-		if f := float64(a.Bias); math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Errorf("%w: logit bias %v", ErrBadInput, a.Bias)
-		}
-		seen[a.Token] = true
+		return fmt.Errorf("%w: %d logit adjustments in a step (at most %d)", batch.ErrBadInput, adjN, m.adjCap)
+	case pagesNeeded > m.Pool().Free():
+		return fmt.Errorf("%w: the step needs %d pages, %d are free", kv.ErrPoolExhausted, pagesNeeded, m.Pool().Free())
 	}
 	return nil
 }
@@ -405,15 +330,20 @@ func (m *Model) checkAdj(adj []runtime.Adj) error {
 // by one recovered or bonus token (one sampled token without drafts): Step for a batch of one,
 // a long input in steps of PrefillChunk tokens (the drafts and the token before them always
 // in the last). A failed step leaves the cache as it was.
-func (m *Model) Forward(seq *runtime.Sequence, tokens []int, nDraft int, q []float32, s Sampling) ([]int, error) {
+func (m *Model) Forward(seq *kv.Sequence, tokens []int, nDraft int, q []float32, s batch.Sampling) ([]int, error) {
+	return m.forward(seq, 0, tokens, nDraft, q, s)
+}
+
+// forward is Forward keeping the sequence's features in slot keep (0: none).
+func (m *Model) forward(seq *kv.Sequence, keep batch.Slot, tokens []int, nDraft int, q []float32, s batch.Sampling) ([]int, error) {
 	if len(tokens) == 0 {
-		return nil, fmt.Errorf("%w: no tokens", ErrBadInput)
+		return nil, fmt.Errorf("%w: no tokens", batch.ErrBadInput)
 	}
 	if nDraft < 0 || nDraft >= len(tokens) {
-		return nil, fmt.Errorf("%w: %d drafts among %d tokens", ErrBadInput, nDraft, len(tokens))
+		return nil, fmt.Errorf("%w: %d drafts among %d tokens", batch.ErrBadInput, nDraft, len(tokens))
 	}
 	if end := seq.Len() + len(tokens); end > m.Cfg.MaxSeq {
-		return nil, fmt.Errorf("%w: %d tokens after this step, the context is %d", runtime.ErrContextFull, end, m.Cfg.MaxSeq)
+		return nil, fmt.Errorf("%w: %d tokens after this step, the context is %d", kv.ErrContextFull, end, m.Cfg.MaxSeq)
 	}
 	before, chunk := seq.Len(), m.Opts.PrefillChunk
 	for start := 0; start < len(tokens); {
@@ -422,11 +352,11 @@ func (m *Model) Forward(seq *runtime.Sequence, tokens []int, nDraft int, q []flo
 			end = len(tokens) - nDraft - 1 // the drafts and the token before them share the last chunk
 		}
 		last := end == len(tokens)
-		st := SeqStep{Seq: seq, Tokens: tokens[start:end], Sample: last, Sampling: s}
+		st := batch.SeqStep{Seq: seq, Tokens: tokens[start:end], Sample: last, Sampling: s, Keep: keep}
 		if last {
 			st.NDraft, st.Q = nDraft, q
 		}
-		out, err := m.Step([]SeqStep{st})
+		out, err := m.Step([]batch.SeqStep{st})
 		if err != nil {
 			seq.Truncate(before)
 			return nil, err

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/runtime/ref"
 )
 
 // decodeAlone decodes n tokens after prompt for one sequence by itself, one token per step.
-func decodeAlone(t *testing.T, m *Model, prompt []int, n int, s Sampling) []int {
+func decodeAlone(t *testing.T, m *Model, prompt []int, n int, s batch.Sampling) []int {
 	t.Helper()
 	sess := m.NewSession()
 	defer sess.Release()
@@ -43,24 +44,24 @@ func TestStepBatchMatchesAlone(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	prompts := [][]int{{1, 2, 3}, {4}, {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {16, 17}}
 	const n = 12
-	for _, smp := range []Sampling{{}, {Temperature: 0.9, TopP: 0.95, Seed: 11}} {
+	for _, smp := range []batch.Sampling{{}, {Temperature: 0.9, TopP: 0.95, Seed: 11}} {
 		want := make([][]int, len(prompts))
 		for i, p := range prompts {
 			s := smp
-			s.SeqID = uint32(i)
+			s.Choice = uint32(i)
 			want[i] = decodeAlone(t, m, p, n, s)
 		}
 		sessions := make([]*Session, len(prompts))
 		got := make([][]int, len(prompts))
-		batch := make([]SeqStep, len(prompts))
+		steps := make([]batch.SeqStep, len(prompts))
 		for i, p := range prompts {
 			sessions[i] = m.NewSession()
 			s := smp
-			s.SeqID = uint32(i)
-			batch[i] = SeqStep{Seq: sessions[i].seq, Tokens: p, Sample: true, Sampling: s}
+			s.Choice = uint32(i)
+			steps[i] = batch.SeqStep{Seq: sessions[i].seq, Tokens: p, Sample: true, Sampling: s}
 		}
 		for step := 0; ; step++ {
-			outs, err := m.Step(batch)
+			outs, err := m.Step(steps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,13 +69,13 @@ func TestStepBatchMatchesAlone(t *testing.T) {
 				if o.Err != nil {
 					t.Fatal(o.Err)
 				}
-				st := batch[i]
+				st := steps[i]
 				accepted := len(o.Tokens) - 1
 				sessions[i].Truncate(st.Seq.Len() - st.NDraft + accepted)
 				got[i] = append(got[i], o.Tokens...)
 			}
 			done := true
-			for i := range batch {
+			for i := range steps {
 				last := got[i][len(got[i])-1]
 				// Drafts: on odd steps up to 3 for some sequences, the right tokens (from the
 				// run alone) or a wrong one; none on even steps.
@@ -87,7 +88,7 @@ func TestStepBatchMatchesAlone(t *testing.T) {
 						drafts[rng.Intn(k)] = rng.Intn(w.Cfg.Vocab)
 					}
 				}
-				batch[i].Tokens, batch[i].NDraft = append([]int{last}, drafts...), len(drafts)
+				steps[i].Tokens, steps[i].NDraft = append([]int{last}, drafts...), len(drafts)
 				done = done && len(got[i]) >= n
 			}
 			if done {
@@ -100,8 +101,8 @@ func TestStepBatchMatchesAlone(t *testing.T) {
 			}
 			sessions[i].Release()
 		}
-		if m.Pool.InUse() != 0 {
-			t.Fatalf("%d pages in use", m.Pool.InUse())
+		if m.Pool().InUse() != 0 {
+			t.Fatalf("%d pages in use", m.Pool().InUse())
 		}
 	}
 }
@@ -116,26 +117,26 @@ func TestStepRefusals(t *testing.T) {
 	}
 	defer m.Release()
 	a, b := m.NewSession(), m.NewSession()
-	if _, err := a.Forward([]int{1, 2, 3}, 0, nil, Sampling{}); err != nil {
+	if _, err := a.Forward([]int{1, 2, 3}, 0, nil, batch.Sampling{}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name  string
-		batch []SeqStep
+		steps []batch.SeqStep
 		want  error
 	}{
-		{"twice", []SeqStep{{Seq: a.seq, Tokens: []int{1}, Sample: true}, {Seq: a.seq, Tokens: []int{2}, Sample: true}}, ErrBadInput},
-		{"rows", []SeqStep{{Seq: a.seq, Tokens: make([]int, 20), Sample: true}, {Seq: b.seq, Tokens: make([]int, 20), Sample: true}}, ErrBadInput},
-		{"pages", []SeqStep{{Seq: a.seq, Tokens: make([]int, 20), Sample: true}, {Seq: b.seq, Tokens: make([]int, 12), Sample: true}}, runtime.ErrPoolExhausted},
-		{"drafts without sampling", []SeqStep{{Seq: b.seq, Tokens: []int{1, 2}, NDraft: 1}}, ErrBadInput},
-		{"sequences", []SeqStep{{Seq: a.seq, Tokens: []int{1}}, {Seq: b.seq, Tokens: []int{1}}, {Seq: m.NewSession().seq, Tokens: []int{1}}, {Seq: m.NewSession().seq, Tokens: []int{1}}}, ErrBadInput},
+		{"twice", []batch.SeqStep{{Seq: a.seq, Tokens: []int{1}, Sample: true}, {Seq: a.seq, Tokens: []int{2}, Sample: true}}, batch.ErrBadInput},
+		{"rows", []batch.SeqStep{{Seq: a.seq, Tokens: make([]int, 20), Sample: true}, {Seq: b.seq, Tokens: make([]int, 20), Sample: true}}, batch.ErrBadInput},
+		{"pages", []batch.SeqStep{{Seq: a.seq, Tokens: make([]int, 20), Sample: true}, {Seq: b.seq, Tokens: make([]int, 12), Sample: true}}, kv.ErrPoolExhausted},
+		{"drafts without sampling", []batch.SeqStep{{Seq: b.seq, Tokens: []int{1, 2}, NDraft: 1}}, batch.ErrBadInput},
+		{"sequences", []batch.SeqStep{{Seq: a.seq, Tokens: []int{1}}, {Seq: b.seq, Tokens: []int{1}}, {Seq: m.NewSession().seq, Tokens: []int{1}}, {Seq: m.NewSession().seq, Tokens: []int{1}}}, batch.ErrBadInput},
 	}
 	for _, tc := range cases {
-		inUse, lenA := m.Pool.InUse(), a.Len()
-		if _, err := m.Step(tc.batch); !errors.Is(err, tc.want) {
+		inUse, lenA := m.Pool().InUse(), a.Len()
+		if _, err := m.Step(tc.steps); !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
-		if m.Pool.InUse() != inUse || a.Len() != lenA || b.Len() != 0 {
+		if m.Pool().InUse() != inUse || a.Len() != lenA || b.Len() != 0 {
 			t.Errorf("%s: the refused step changed the caches", tc.name)
 		}
 	}

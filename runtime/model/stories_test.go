@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -39,7 +40,7 @@ func TestStories15MGreedyMatchesReference(t *testing.T) {
 		var got []int
 		next := ids
 		for len(got) < len(want) {
-			out, err := s.Forward(next, 0, nil, Sampling{})
+			out, err := s.Forward(next, 0, nil, batch.Sampling{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,8 +54,8 @@ func TestStories15MGreedyMatchesReference(t *testing.T) {
 			}
 		}
 		s.Release()
-		if m.Pool.InUse() != 0 {
-			t.Fatalf("%d pages leaked", m.Pool.InUse())
+		if m.Pool().InUse() != 0 {
+			t.Fatalf("%d pages leaked", m.Pool().InUse())
 		}
 		t.Logf("%q -> %d tokens identical: %q", prompt, len(want), tok.Decode(want))
 	}

@@ -103,49 +103,78 @@ func argmaxRun(c *checker, mapped bool, cols, rows int) {
 
 func chainCases() []testCase {
 	var out []testCase
-	for _, steps := range []int{1, 3, 6} {
-		out = append(out, testCase{"chain_next", "f32", fmt.Sprintf("steps=%d cap=4", steps), wgsl.F32,
-			func(c *checker) { chainRun(c, steps, 4) }})
+	for _, caps := range [][]int{{4}, {1, 4, 2}, {3, 6, 6, 1, 5}} {
+		for _, steps := range []int{1, 3, 6} {
+			out = append(out, testCase{"chain_next", "f32", fmt.Sprintf("seqs=%d steps=%d caps=%v", len(caps), steps, caps), wgsl.F32,
+				func(c *checker) { chainRun(c, steps, caps) }})
+		}
 	}
 	return out
 }
 
-// chainRun runs chain_next steps times over sampler outputs (one of them non-finite, [0, kind,
-// row]) with room for cap tokens, against chainRef: the chain, the next input token, its
-// position and the position it predicts; the chain past cap keeps its poison.
-func chainRun(c *checker, steps, capTokens int) {
-	outs := make([][]uint32, steps)
+// chainRun runs chain_next steps times over the sampler outputs of len(caps) sequences (one
+// step of the second sequence non-finite, [0, kind, row]), sequence s with room for caps[s]
+// tokens, against chainRef: each chain, its next input token, its position and the position it
+// predicts; each chain's words past its cap keep their poison.
+func chainRun(c *checker, steps int, caps []int) {
+	const outStride, chainStride = 4, 8
+	n := len(caps)
+	outs := make([][]uint32, steps) // per step: the out buffer of every sequence
 	for i := range outs {
-		outs[i] = []uint32{1, uint32(c.rng.Intn(1000)), PoisonU32}
-		if i == 1 {
-			outs[i] = []uint32{0, 1, 0}
+		for s := range n {
+			o := []uint32{1, uint32(c.rng.Intn(1000)), PoisonU32, PoisonU32}
+			if i == 1 && s == 1%n {
+				o = []uint32{0, 1, 0, PoisonU32}
+			}
+			outs[i] = append(outs[i], o...)
 		}
 	}
-	pos0 := uint32(5 + c.rng.Intn(100))
-	si := runtime.SeqInfo{PosSample: pos0 + 1, SeqID: 7}
+	var rowsIn []runtime.RowInfo
+	var seqsIn []runtime.SeqInfo
+	var chainIn, toks []uint32
+	pos0 := make([]uint32, n)
+	for s := range n {
+		pos0[s] = uint32(5 + c.rng.Intn(100))
+		rowsIn = append(rowsIn, runtime.RowInfo{Seq: uint32(s), Pos: pos0[s]})
+		seqsIn = append(seqsIn, runtime.SeqInfo{PosSample: pos0[s] + 1, SeqID: 7})
+		chainIn = append(chainIn, 0, uint32(caps[s]))
+		chainIn = append(chainIn, slices.Repeat([]uint32{PoisonU32}, chainStride-2)...)
+		toks = append(toks, PoisonU32)
+	}
 	out := c.u32(outs[0])
-	tokens := c.u32([]uint32{PoisonU32})
-	rows := c.keep(c.d.UploadBytes("rows", runtime.SliceBytes([]runtime.RowInfo{{Seq: 0, Pos: pos0}})))
-	seqs := c.keep(c.d.UploadBytes("seqs", runtime.SliceBytes([]runtime.SeqInfo{si})))
-	chain := c.u32(append([]uint32{0}, slices.Repeat([]uint32{PoisonU32}, capTokens+1)...))
-	prog := c.dispatchless(runtime.KernelCall{Kernel: "chain_next", Weights: wgsl.F32, Params: runtime.ChainParams{Cap: uint32(capTokens)},
+	tokens := c.u32(toks)
+	rows := c.keep(c.d.UploadBytes("rows", runtime.SliceBytes(rowsIn)))
+	seqs := c.keep(c.d.UploadBytes("seqs", runtime.SliceBytes(seqsIn)))
+	chain := c.u32(chainIn)
+	prog := c.dispatchless(runtime.KernelCall{Kernel: "chain_next", Weights: wgsl.F32,
+		Params:  runtime.ChainParams{OutStride: outStride, ChainStride: chainStride},
 		Buffers: []webgpu.Binding{{Buffer: out}, {Buffer: tokens}, {Buffer: rows}, {Buffer: seqs}, {Buffer: chain}},
 		Grid:    runtime.Fixed(1, 1, 1)})
 	for _, o := range outs {
 		out.Write(0, runtime.U32Bytes(o))
-		c.must(prog.Run(&runtime.StepBlock{M: 1, NSeqs: 1, LogitRows: 1}))
+		c.must(prog.Run(&runtime.StepBlock{M: uint32(n), NSeqs: uint32(n), LogitRows: uint32(n)}))
 	}
-	wantChain, wantTok, adv := chainRef(outs, capTokens)
-	wantChain = append(wantChain, slices.Repeat([]uint32{PoisonU32}, capTokens+2-len(wantChain))...)
-	c.expectU32("chain", c.readU32(chain, capTokens+2), wantChain)
-	c.expectU32("next token", c.readU32(tokens, 1), []uint32{wantTok})
-	c.expectU32("row position", c.readU32(rows, 2), []uint32{0, pos0 + adv})
-	c.expectU32("predicted position", c.readU32(seqs, 5)[4:], []uint32{pos0 + 1 + adv})
+	gotChain, gotTok := c.readU32(chain, n*chainStride), c.readU32(tokens, n)
+	gotRows, gotSeqs := c.readU32(rows, 2*n), c.readU32(seqs, 20*n)
+	for s := range n {
+		var so [][]uint32
+		for _, o := range outs {
+			so = append(so, o[s*outStride:(s+1)*outStride])
+		}
+		wantChain, wantTok, adv := chainRef(so, caps[s])
+		wantChain = append([]uint32{wantChain[0], uint32(caps[s])}, wantChain[1:]...)
+		wantChain = append(wantChain, slices.Repeat([]uint32{PoisonU32}, chainStride-len(wantChain))...)
+		c.expectU32(fmt.Sprintf("chain %d", s), gotChain[s*chainStride:(s+1)*chainStride], wantChain)
+		c.expectU32(fmt.Sprintf("next token %d", s), gotTok[s:s+1], []uint32{wantTok})
+		c.expectU32(fmt.Sprintf("row position %d", s), gotRows[2*s:2*s+2], []uint32{uint32(s), pos0[s] + adv})
+		c.expectU32(fmt.Sprintf("predicted position %d", s), gotSeqs[20*s+4:20*s+5], []uint32{pos0[s] + 1 + adv})
+	}
 }
 
-// chainRef is what chain_next does over the sampler outputs outs with room for capTokens:
-// the chain [count, tokens...] (0xffffffff for a non-finite step), the last input token it
-// wrote (poison if none) and how many steps advanced the position.
+// chainRef is what chain_next does for one sequence over its sampler outputs outs with room
+// for capTokens: the chain [count, tokens...] (0xffffffff for a non-finite step), the last
+// input token it wrote (poison if none) and how many steps advanced the position (the step
+// that fills the chain does not).
 func chainRef(outs [][]uint32, capTokens int) ([]uint32, uint32, uint32) {
 	chain := []uint32{0}
 	tok, adv := PoisonU32, uint32(0)
@@ -159,6 +188,9 @@ func chainRef(outs [][]uint32, capTokens int) ([]uint32, uint32, uint32) {
 		}
 		chain = append(chain, t)
 		chain[0]++
+		if int(chain[0]) == capTokens {
+			break
+		}
 		tok, adv = t, adv+1
 		if t == 0xffffffff {
 			tok = 0

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -76,11 +77,11 @@ func newProcessCase(c *checker, V int, pen ref.Penalties) processCase {
 }
 
 // adj is the case's adjustment list, each token once, in a shuffled order.
-func (pc processCase) adj(c *checker) []runtime.Adj {
-	byTok := map[int]*runtime.Adj{}
-	entry := func(t int) *runtime.Adj {
+func (pc processCase) adj(c *checker) []batch.Adj {
+	byTok := map[int]*batch.Adj{}
+	entry := func(t int) *batch.Adj {
 		if byTok[t] == nil {
-			byTok[t] = &runtime.Adj{Token: uint32(t)}
+			byTok[t] = &batch.Adj{Token: uint32(t)}
 		}
 		return byTok[t]
 	}
@@ -93,11 +94,11 @@ func (pc processCase) adj(c *checker) []runtime.Adj {
 	for t, b := range pc.pen.Bias {
 		entry(t).Bias = b
 	}
-	var out []runtime.Adj
+	var out []batch.Adj
 	for _, a := range byTok {
 		out = append(out, *a)
 	}
-	slices.SortFunc(out, func(a, b runtime.Adj) int { return int(a.Token) - int(b.Token) })
+	slices.SortFunc(out, func(a, b batch.Adj) int { return int(a.Token) - int(b.Token) })
 	c.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
 }
@@ -217,7 +218,7 @@ func checkLogprobs(c *checker, got []uint32, want []float32, toks []int, V, n, i
 		}
 		c.expectU32(fmt.Sprintf("seed %d row %d top ids", i, j), gotIDs, wantIDs)
 		c.expect(fmt.Sprintf("seed %d row %d top logprobs", i, j), gotLps, lps, tol{atol: 2e-5, rtol: 1e-5})
-		if n < runtime.MaxTopLogprobs { // past the n asked for: untouched
+		if n < batch.MaxTopLogprobs { // past the n asked for: untouched
 			c.expectU32(fmt.Sprintf("seed %d row %d past top %d", i, j, n), row[2+2*len(ids):2+2*len(ids)+2], []uint32{PoisonU32, PoisonU32})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -27,7 +28,13 @@ type Device struct {
 	HasSubgroups bool // subgroups enabled: `enable subgroups;` compiles
 	HasTimestamp bool // timestamp-query enabled
 	Limits       Limits
+
+	submits atomic.Uint64 // command buffers submitted (Submits)
 }
+
+// Submits is the number of command buffers submitted on the device so far: what a step or a
+// drafter costs in submits, for tests and benchmarks.
+func (d *Device) Submits() uint64 { return d.submits.Load() }
 
 // RequestDevice creates a device with shader-f16, subgroups and timestamp-query when the
 // adapter offers them, and with the adapter's maximum limits. Timestamp quantization (65.5 us

@@ -75,6 +75,7 @@ func (e *Encoder) ResolveQueries(qs *QuerySet, first, count uint32, dst *Buffer,
 // Submit finishes the encoder and submits its command buffer; errors of encoding and
 // validation come back here.
 func (e *Encoder) Submit() error {
+	e.d.submits.Add(1)
 	var cmd C.WGPUCommandBuffer
 	err := e.d.scoped("submit", func() {
 		cmd = C.w_wgpuCommandEncoderFinish(e.h, nil)

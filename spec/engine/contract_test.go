@@ -147,7 +147,7 @@ func TestConcurrentGenerate(t *testing.T) {
 	var jobs []job
 	for i, p := range []string{"Once upon a time", "Tom had a red ball", "The cat sat"} {
 		jobs = append(jobs, job{p, GenerateOptions{MaxTokens: 12, NoSpeculation: i%2 == 0}},
-			job{p, GenerateOptions{MaxTokens: 12, Temperature: 0.9, TopP: 0.9, Seed: uint64(i)}})
+			job{p, GenerateOptions{MaxTokens: 12, Sampling: Sampling{Temperature: 0.9, TopP: 0.9, Seed: uint64(i)}}})
 	}
 	want := make([][]int, len(jobs))
 	for i, j := range jobs {

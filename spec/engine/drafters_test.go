@@ -11,39 +11,51 @@ import (
 	"github.com/wspec/wspec/weights"
 )
 
-// The repository's drafter folders are found from a subfolder, and only for modes with a
-// checkpoint; a config naming only a mode then gets one, and a named one is kept.
-func TestDefaultDrafter(t *testing.T) {
+// The default model is found in $WSPEC_HOME, else in the user cache folder, else in .wspec in
+// the working folder, and not above it: a binary run anywhere finds what `wspec setup` put
+// in the cache. Not found, the error names every folder it looked in.
+func TestDefaultModelSearch(t *testing.T) {
+	abs, err := filepath.Abs(storiesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	root := t.TempDir()
-	dir := filepath.Join(root, DraftersDir, "eagle3")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	work := filepath.Join(root, "work", "sub")
+	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
+	t.Chdir(work)
+	t.Setenv("WSPEC_HOME", filepath.Join(root, "home"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(root, "cache"))
+	link := func(dir string) string {
+		p := filepath.Join(dir, "models", DefaultModel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	sub := filepath.Join(root, "a", "b")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		t.Fatal(err)
+	link(filepath.Join(root, "work", ".wspec")) // above the working folder: not looked at
+	if d, err := DefaultModelDir(); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "home")) ||
+		!strings.Contains(err.Error(), filepath.Join(root, "cache", "wspec")) {
+		t.Fatalf("found %q above the working folder, or the error does not list the folders: %v", d, err)
 	}
-	t.Chdir(sub)
-	if got := DefaultDrafter(" EAGLE3"); got != dir {
-		t.Errorf("DefaultDrafter(eagle3) = %q, want %q", got, dir)
-	}
-	for _, mode := range []string{"medusa", "ngram", ""} {
-		if got := DefaultDrafter(mode); got != "" {
-			t.Errorf("DefaultDrafter(%q) = %q, want none", mode, got)
+	for _, dir := range []string{filepath.Join(work, ".wspec"), filepath.Join(root, "cache", "wspec"), filepath.Join(root, "home")} {
+		want := link(dir)
+		if got, err := DefaultModelDir(); err != nil || got != want {
+			t.Fatalf("with %s: %q, %v", dir, got, err)
 		}
 	}
-	if c := WithDefaultDrafter(spec.Config{Mode: "eagle3", NumSpeculativeTokens: 2}); c.Model != dir {
-		t.Errorf("a config without a model got %q, want %s", c.Model, dir)
+	// The shipped drafters come from the binary, into the home folder.
+	e, err := Load("", Options{Device: testDevice(t), Speculative: &spec.Config{Mode: "eagle3", NumSpeculativeTokens: 2}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c := WithDefaultDrafter(spec.Config{Mode: "eagle3", Model: "/x"}); c.Model != "/x" {
-		t.Errorf("a named drafter became %q", c.Model)
-	}
-	c := WithDefaultDrafter(spec.Config{Mode: "medusa", NumSpeculativeTokens: 2})
-	if err := c.Validate(); err == nil {
-		t.Error("medusa with no drafter anywhere validated")
+	e.Close()
+	if _, err := os.Stat(filepath.Join(root, "home", "drafters", "stories15M", "eagle3", "config.json")); err != nil {
+		t.Errorf("the shipped eagle3 drafter was not written to the home folder: %v", err)
 	}
 }
 

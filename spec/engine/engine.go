@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,57 +16,28 @@ import (
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/drafters"
+	"github.com/wspec/wspec/spec/neural"
 	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/home"
 	"github.com/wspec/wspec/wgsl"
 )
 
-// DefaultModel is the folder, under .wspec/models, of the model used when none is named.
+// DefaultModel is the folder, under models/ in the wspec home, of the model used when none is
+// named.
 const DefaultModel = "stories15M"
 
-// Errors of the engine's contract; the concrete errors wrap them.
-var (
-	// ErrClosed is returned by every call after Close.
-	ErrClosed = errors.New("engine closed")
-	// ErrInvalid is wrapped by errors about a request's options (out of range, NaN, ...).
-	ErrInvalid = errors.New("invalid request")
-	// ErrPromptTooLong is returned when a prompt leaves no room in the context.
-	ErrPromptTooLong = errors.New("prompt longer than the context")
-)
-
-// DefaultModelDir finds .wspec/models/stories15M walking up from the working directory and
-// from the executable's directory (setup.sh puts it there).
+// DefaultModelDir finds the default model in the wspec home folders (weights/home: an
+// explicit $WSPEC_HOME, the user cache folder `wspec setup` fills, then .wspec in the working
+// folder).
 func DefaultModelDir() (string, error) {
-	if p, ok := findUp(filepath.Join(".wspec", "models", DefaultModel), "config.json"); ok {
-		return p, nil
+	p, ok, tried := home.Find(filepath.Join("models", DefaultModel), "config.json")
+	if !ok {
+		return "", fmt.Errorf("the default model %s is in none of %s; run `wspec setup` (or ./setup.sh in the repository), or name a model folder with --model",
+			DefaultModel, strings.Join(tried, ", "))
 	}
-	return "", fmt.Errorf("default model not found (.wspec/models/%s); run ./setup.sh, or name a model folder with --model", DefaultModel)
-}
-
-// findUp returns the first folder rel (holding the file probe) found walking up from the
-// working directory and from the executable's directory.
-func findUp(rel, probe string) (string, bool) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, dir := range starts {
-		for {
-			p := filepath.Join(dir, rel)
-			if _, err := os.Stat(filepath.Join(p, probe)); err == nil {
-				return p, true
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", false
+	return p, nil
 }
 
 // Options choose the adapter, the weight type and the speculative method.
@@ -123,8 +95,35 @@ type Engine struct {
 }
 
 // Load reads a Hugging Face model folder (config.json, safetensors, tokenizer.json) and
-// uploads it to the chosen adapter. An empty dir is the default model.
+// uploads it to the chosen adapter. An empty dir is the default model (DefaultModelDir). The
+// options are checked here, once: the dtype, and the speculative config (Config.Validate),
+// whose checkpoint is read and checked against the model's config.json before the model's
+// weights are. A config naming no checkpoint takes the drafter shipped for the default model
+// (spec/drafters), which is refused against another model.
 func Load(dir string, o Options) (*Engine, error) {
+	var wt wgsl.WeightType
+	switch o.DType {
+	case "", "f32":
+		o.DType, wt = "f32", wgsl.F32
+	case "f16":
+		wt = wgsl.F16
+	default:
+		return nil, invalid("dtype", "dtype %q: want f32 or f16", o.DType)
+	}
+	var sc *spec.Config
+	if o.Speculative != nil {
+		c := *o.Speculative
+		if c.Model == "" && c.Mode != "" {
+			var err error
+			if c.Model, err = drafters.Dir(c.Mode); err != nil {
+				return nil, err
+			}
+		}
+		if err := c.Validate(); err != nil {
+			return nil, &InvalidError{Param: "speculative_config", Msg: err.Error()}
+		}
+		sc = &c
+	}
 	if dir == "" {
 		d, err := DefaultModelDir()
 		if err != nil {
@@ -135,27 +134,14 @@ func Load(dir string, o Options) (*Engine, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("model folder %s not found (want a Hugging Face folder: config.json, model.safetensors, tokenizer.json)", dir)
 	}
-	var wt wgsl.WeightType
-	switch o.DType {
-	case "", "f32":
-		o.DType, wt = "f32", wgsl.F32
-	case "f16":
-		wt = wgsl.F16
-	default:
-		return nil, fmt.Errorf("%w: unknown dtype %q (want f32 or f16)", ErrInvalid, o.DType)
-	}
 	cfg, err := weights.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
 	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg}
 	var ck spec.Checkpoint
-	if o.Speculative != nil {
-		sc := WithDefaultDrafter(*o.Speculative)
-		if err := sc.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		if ck, err = spec.Open(sc, cfg); err != nil {
+	if sc != nil {
+		if ck, err = spec.Open(*sc, cfg); err != nil {
 			return nil, err
 		}
 		if sc.Model != "" {
@@ -181,16 +167,16 @@ func Load(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	var aux []int
+	mo := model.Options{Weights: wt, Pages: o.Pages, FirstRun: o.FirstRun}
 	if ck != nil {
-		aux = ck.AuxLayers()
+		neural.ModelOptions(&mo, ck.Needs())
 	}
-	if e.target, err = model.New(e.dev, host, model.Options{Weights: wt, AuxLayers: aux, Pages: o.Pages, FirstRun: o.FirstRun}); err != nil {
+	if e.target, err = model.New(e.dev, host, mo); err != nil {
 		e.release()
 		return nil, err
 	}
 	if ck != nil {
-		if e.method, err = ck.Load(e.target); err != nil {
+		if e.method, err = neural.Load(ck, e.target); err != nil {
 			e.release()
 			return nil, err
 		}
@@ -199,7 +185,7 @@ func Load(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e.sched = sched.New(sched.Model(e.target), e.method, sched.Options{Cost: e.cost, OnStep: o.OnStep})
+	e.sched = sched.New(e.target, e.method, sched.Options{Cost: e.cost, OnStep: o.OnStep})
 	go e.sched.Run()
 	return e, nil
 }
@@ -215,7 +201,7 @@ func (e *Engine) calibrate() (*spec.CostModel, error) {
 			toks[i] = i % e.cfg.Vocab
 		}
 		t0 := time.Now()
-		_, err := sess.Forward(toks, len(toks)-1, nil, model.Sampling{})
+		_, err := sess.Forward(toks, len(toks)-1, nil, Sampling{})
 		sess.Truncate(0)
 		return time.Since(t0), err
 	}, 3)
@@ -313,7 +299,7 @@ func (e *Engine) Stats() Stats {
 	}
 	e.sched.Do(func() error {
 		s := e.sched.Stats()
-		st = Stats{Running: s.Running, Waiting: s.Waiting, PagesUsed: e.target.Pool.InUse(), Pages: e.target.Pool.Pages()}
+		st = Stats{Running: s.Running, Waiting: s.Waiting, PagesUsed: e.target.Pool().InUse(), Pages: e.target.Pool().Pages()}
 		return nil
 	})
 	return st

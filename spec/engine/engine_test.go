@@ -101,36 +101,41 @@ func TestGenerateOptionsValidated(t *testing.T) {
 		want string
 	}{
 		{"negative max_tokens", GenerateOptions{MaxTokens: -1}, "max_tokens"},
-		{"negative temperature", GenerateOptions{Temperature: -0.5}, "temperature"},
-		{"NaN temperature", GenerateOptions{Temperature: nan}, "temperature"},
-		{"infinite temperature", GenerateOptions{Temperature: inf}, "temperature"},
-		{"negative top_p", GenerateOptions{TopP: -0.1}, "top_p"},
-		{"top_p above 1", GenerateOptions{TopP: 1.5}, "top_p"},
-		{"NaN top_p", GenerateOptions{TopP: nan}, "top_p"},
-		{"top_k -2", GenerateOptions{TopK: -2}, "top_k"},
+		{"negative temperature", GenerateOptions{Sampling: Sampling{Temperature: -0.5}}, "temperature"},
+		{"NaN temperature", GenerateOptions{Sampling: Sampling{Temperature: nan}}, "temperature"},
+		{"infinite temperature", GenerateOptions{Sampling: Sampling{Temperature: inf}}, "temperature"},
+		{"negative top_p", GenerateOptions{Sampling: Sampling{TopP: -0.1}}, "top_p"},
+		{"top_p above 1", GenerateOptions{Sampling: Sampling{TopP: 1.5}}, "top_p"},
+		{"NaN top_p", GenerateOptions{Sampling: Sampling{TopP: nan}}, "top_p"},
+		{"top_k -2", GenerateOptions{Sampling: Sampling{TopK: -2}}, "top_k"},
 		{"k above the most", GenerateOptions{NumSpeculativeTokens: spec.MaxSpeculativeTokens + 1}, "num_speculative_tokens"},
 		{"negative k", GenerateOptions{NumSpeculativeTokens: -1}, "num_speculative_tokens"},
-		{"k without a method", GenerateOptions{NumSpeculativeTokens: 2}, "without a speculative method"},
-		{"min_p above 1", GenerateOptions{MinP: 1.5}, "min_p"},
-		{"NaN presence", GenerateOptions{PresencePenalty: nan}, "presence_penalty"},
-		{"frequency above 2", GenerateOptions{FrequencyPenalty: 2.5}, "frequency_penalty"},
-		{"negative repetition", GenerateOptions{RepetitionPenalty: -1}, "repetition_penalty"},
-		{"bias above 100", GenerateOptions{LogitBias: map[int]float32{5: 101}}, "logit_bias"},
-		{"bias outside the vocabulary", GenerateOptions{LogitBias: map[int]float32{32000: 1}}, "outside the vocabulary"},
-		{"negative bias token", GenerateOptions{LogitBias: map[int]float32{-1: 1}}, "outside the vocabulary"},
-		{"21 top logprobs", GenerateOptions{TopLogprobs: 21}, "top_logprobs"},
+		{"k without a method", GenerateOptions{NumSpeculativeTokens: 2}, "num_speculative_tokens"},
+		{"fixed without a method", GenerateOptions{FixedSpeculation: true}, "num_speculative_tokens"},
+		{"min_p above 1", GenerateOptions{Sampling: Sampling{MinP: 1.5}}, "min_p"},
+		{"NaN presence", GenerateOptions{Sampling: Sampling{PresencePenalty: nan}}, "presence_penalty"},
+		{"frequency above 2", GenerateOptions{Sampling: Sampling{FrequencyPenalty: 2.5}}, "frequency_penalty"},
+		{"negative repetition", GenerateOptions{Sampling: Sampling{RepetitionPenalty: -1}}, "repetition_penalty"},
+		{"bias above 100", GenerateOptions{Sampling: Sampling{LogitBias: map[int]float32{5: 101}}}, "logit_bias"},
+		{"bias outside the vocabulary", GenerateOptions{Sampling: Sampling{LogitBias: map[int]float32{32000: 1}}}, "logit_bias"},
+		{"negative bias token", GenerateOptions{Sampling: Sampling{LogitBias: map[int]float32{-1: 1}}}, "logit_bias"},
+		{"top_k above the vocabulary", GenerateOptions{Sampling: Sampling{TopK: 32001}}, "top_k"},
+		{"17 stop strings", GenerateOptions{Stop: make([]string, 17)}, "stop"},
+		{"long stop string", GenerateOptions{Stop: []string{strings.Repeat("x", MaxStopBytes+1)}}, "stop"},
+		{"21 top logprobs", GenerateOptions{Sampling: Sampling{TopLogprobs: 21}}, "top_logprobs"},
 		{"empty stop string", GenerateOptions{Stop: []string{""}}, "stop"},
 	}
 	for _, tc := range cases {
 		_, err := e.Generate(context.Background(), "Once upon a time", tc.o)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want ErrInvalid naming %s", tc.name, err, tc.want)
+		var ie *InvalidError
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ie) || ie.Param != tc.want || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an *InvalidError of param %s", tc.name, err, tc.want)
 		}
 	}
 	if _, err := e.Generate(context.Background(), "Once upon a \xff time", GenerateOptions{MaxTokens: 2}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("invalid UTF-8 prompt: got %v", err)
 	}
-	res := generate(t, e, "Once upon a time", GenerateOptions{MaxTokens: 3, TopK: -1})
+	res := generate(t, e, "Once upon a time", GenerateOptions{MaxTokens: 3, Sampling: Sampling{TopK: -1}})
 	if len(res.Tokens) != 3 {
 		t.Fatalf("after the refusals: %d tokens", len(res.Tokens))
 	}

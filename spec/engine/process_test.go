@@ -15,7 +15,7 @@ import (
 func TestStories15MProcessors(t *testing.T) {
 	e := stories(t, &spec.Config{Mode: "ngram", NumSpeculativeTokens: 4})
 	const prompt = "Once upon a time, there was a little girl named Lily. Lily"
-	plain := generate(t, e, prompt, GenerateOptions{MaxTokens: 48, NoSpeculation: true, Logprobs: true, TopLogprobs: 3})
+	plain := generate(t, e, prompt, GenerateOptions{MaxTokens: 48, NoSpeculation: true, Sampling: Sampling{Logprobs: true, TopLogprobs: 3}})
 	if len(plain.Logprobs) != len(plain.Tokens) {
 		t.Fatalf("%d logprobs for %d tokens", len(plain.Logprobs), len(plain.Tokens))
 	}
@@ -28,7 +28,7 @@ func TestStories15MProcessors(t *testing.T) {
 
 	// A -100 bias on greedy's first token: another first token.
 	banned := plain.Tokens[0]
-	biased := generate(t, e, prompt, GenerateOptions{MaxTokens: 8, NoSpeculation: true, LogitBias: map[int]float32{banned: -100}})
+	biased := generate(t, e, prompt, GenerateOptions{MaxTokens: 8, NoSpeculation: true, Sampling: Sampling{LogitBias: map[int]float32{banned: -100}}})
 	if slices.Contains(biased.Tokens, banned) {
 		t.Fatalf("token %d banned by a -100 bias was generated: %v", banned, biased.Tokens)
 	}
@@ -44,7 +44,7 @@ func TestStories15MProcessors(t *testing.T) {
 		}
 		return n
 	}
-	pen := GenerateOptions{MaxTokens: 48, RepetitionPenalty: 1.5, FrequencyPenalty: 0.5, PresencePenalty: 0.5, Logprobs: true}
+	pen := GenerateOptions{MaxTokens: 48, Sampling: Sampling{RepetitionPenalty: 1.5, FrequencyPenalty: 0.5, PresencePenalty: 0.5, Logprobs: true}}
 	pen.NoSpeculation = true
 	alone := generate(t, e, prompt, pen)
 	if repeats(alone.Tokens) >= repeats(plain.Tokens) {

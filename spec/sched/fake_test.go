@@ -2,47 +2,41 @@ package sched
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/spec"
 )
 
 // fakeTarget is a pure-Go Target: its "model" emits next(ctx) after each context, so the
-// scheduler's batching, paging, preemption and speculation run without a device. It keeps
+// scheduler's batching, paging, preemption and speculation run without a model. It keeps
 // each sequence's tokens beside its pages, as the KV cache would.
 type fakeTarget struct {
-	pool  *runtime.PagePool
-	lim   Limits
-	seqs  map[*runtime.Sequence]*fakeSeq
+	pool  *kv.PagePool
+	lim   batch.Limits
+	seqs  map[*kv.Sequence][]int
 	steps int
 }
 
 func newFakeTarget(pages, pageSize int) *fakeTarget {
-	return &fakeTarget{pool: runtime.NewPagePool(pages, pageSize), seqs: map[*runtime.Sequence]*fakeSeq{},
-		lim: Limits{MaxSeq: 96, Vocab: 50, MaxSeqs: 8, MaxLogitRows: 32, MaxDraft: 8, StepRows: 24}}
+	return &fakeTarget{pool: kv.NewPagePool(pages, pageSize), seqs: map[*kv.Sequence][]int{},
+		lim: batch.Limits{MaxSeq: 96, Vocab: 50, MaxSeqs: 8, MaxLogitRows: 32, MaxDraft: 8, StepRows: 24}}
 }
 
 // next is the fake model: the token after ctx.
 func next(ctx []int) int { return (ctx[len(ctx)-1]*31 + len(ctx)*7 + 3) % 50 }
 
-func (t *fakeTarget) Pool() *runtime.PagePool { return t.pool }
-func (t *fakeTarget) Limits() Limits          { return t.lim }
-func (t *fakeTarget) NewSeq() Seq {
-	s := &fakeSeq{t: t, seq: t.pool.NewSequence()}
-	t.seqs[s.seq] = s
-	return s
-}
+func (t *fakeTarget) Pool() *kv.PagePool   { return t.pool }
+func (t *fakeTarget) Limits() batch.Limits { return t.lim }
 
 // Step checks the batch as the device model does (pages, rows, sequences), then appends each
 // sequence's tokens and verifies its drafts against next.
-func (t *fakeTarget) Step(batch []model.SeqStep) ([]model.StepOut, error) {
+func (t *fakeTarget) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 	need, rows, logits := 0, 0, 0
-	for _, st := range batch {
+	for _, st := range steps {
 		need += st.Seq.PagesNeeded(st.Seq.Len() + len(st.Tokens))
 		rows += len(st.Tokens)
 		if st.Sample {
@@ -50,76 +44,59 @@ func (t *fakeTarget) Step(batch []model.SeqStep) ([]model.StepOut, error) {
 		}
 	}
 	switch {
-	case len(batch) > t.lim.MaxSeqs || rows > t.lim.StepRows || logits > t.lim.MaxLogitRows:
-		return nil, fmt.Errorf("%w: %d sequences, %d rows, %d logits rows", model.ErrBadInput, len(batch), rows, logits)
+	case len(steps) > t.lim.MaxSeqs || rows > t.lim.StepRows || logits > t.lim.MaxLogitRows:
+		return nil, fmt.Errorf("%w: %d sequences, %d rows, %d logits rows", batch.ErrBadInput, len(steps), rows, logits)
 	case need > t.pool.Free():
-		return nil, fmt.Errorf("%w: %d pages needed, %d free", runtime.ErrPoolExhausted, need, t.pool.Free())
+		return nil, fmt.Errorf("%w: %d pages needed, %d free", kv.ErrPoolExhausted, need, t.pool.Free())
 	}
 	t.steps++
-	outs := make([]model.StepOut, len(batch))
-	for i, st := range batch {
-		fs := t.seqs[st.Seq]
+	outs := make([]batch.StepOut, len(steps))
+	for i, st := range steps {
 		before := st.Seq.Len()
 		if _, err := st.Seq.Reserve(before + len(st.Tokens)); err != nil {
 			panic(err) // counted above
 		}
 		st.Seq.Commit(before + len(st.Tokens))
-		fs.tokens = append(fs.tokens[:before], st.Tokens...)
+		toks := append(t.seqs[st.Seq][:before], st.Tokens...)
+		t.seqs[st.Seq] = toks
 		if !st.Sample {
 			continue
 		}
-		first := len(fs.tokens) - st.NDraft // the context of row 0 ends here
+		first := len(toks) - st.NDraft // the context of row 0 ends here
 		for j := 0; j <= st.NDraft; j++ {
-			want := next(fs.tokens[:first+j])
-			if j < st.NDraft && fs.tokens[first+j] == want {
-				outs[i].Tokens = append(outs[i].Tokens, want)
-				continue
-			}
+			want := next(toks[:first+j])
 			outs[i].Tokens = append(outs[i].Tokens, want)
-			break
+			if j == st.NDraft || toks[first+j] != want {
+				break
+			}
 		}
 	}
 	return outs, nil
 }
 
-type fakeSeq struct {
-	t      *fakeTarget
-	seq    *runtime.Sequence
-	tokens []int
-}
-
-func (s *fakeSeq) Sequence() *runtime.Sequence { return s.seq }
-func (s *fakeSeq) Len() int                    { return s.seq.Len() }
-func (s *fakeSeq) Vocab() int                  { return s.t.lim.Vocab }
-func (s *fakeSeq) MaxSeq() int                 { return s.t.lim.MaxSeq }
-func (s *fakeSeq) Truncate(n int) {
-	s.seq.Truncate(n)
-	s.tokens = s.tokens[:min(n, len(s.tokens))]
-}
-func (s *fakeSeq) Release() { s.seq.Release(); delete(s.t.seqs, s.seq) }
-func (s *fakeSeq) Forward([]int, int, []float32, model.Sampling) ([]int, error) {
-	return nil, errors.New("fake sequence: the scheduler steps through Target.Step")
-}
-
 // oracle drafts next's own continuation (every draft passes) but for a wrong token at
-// position wrongAt of each proposal (-1: none).
+// position wrongAt of each proposal (-1: none). It is its own method and drafter.
 type oracle struct{ wrongAt int }
 
-func (o oracle) Name() string                                 { return "oracle" }
-func (o oracle) NewDrafter(spec.Target) (spec.Drafter, error) { return o, nil }
-func (o oracle) Release()                                     {}
-func (o oracle) Accept([]int) error                           { return nil }
-func (o oracle) Propose(ctx []int, k int) ([]int, []float32, error) {
-	c := slices.Clone(ctx)
-	var out []int
-	for i := range k {
-		t := next(c)
-		if i == o.wrongAt {
-			t = (t + 1) % 50
+func (o oracle) Name() string                      { return "oracle" }
+func (o oracle) NewDrafter() (spec.Drafter, error) { return o, nil }
+func (o oracle) Release()                          {}
+func (o oracle) Keep() batch.Slot                  { return 0 }
+func (o oracle) Accept([]int) error                { return nil }
+func (o oracle) Propose(ps []spec.Proposal) error {
+	for i, p := range ps {
+		c := slices.Clone(p.Ctx)
+		var out []int
+		for j := range p.K {
+			t := next(c)
+			if j == o.wrongAt {
+				t = (t + 1) % 50
+			}
+			out, c = append(out, t), append(c, t)
 		}
-		out, c = append(out, t), append(c, t)
+		ps[i].Drafts = out
 	}
-	return out, nil, nil
+	return nil
 }
 
 // want is what a request generates on the fake: next's continuation of the prompt.

@@ -6,15 +6,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/spec"
 )
 
-// seqState is a running job's sequence: its KV (a session), its drafter and how far its
-// context is in the cache.
+// seqState is a running job's sequence: its KV pages, its drafter and how far its context is
+// in the cache.
 type seqState struct {
-	sess    Seq
+	seq     *kv.Sequence
 	drafter spec.Drafter // nil without speculation
 	fed     int          // tokens of the job's context in the cache
 	acc     spec.Acceptance
@@ -113,7 +113,7 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 	pool := s.pool
 	reserved := 0 // pages the running prompts still need
 	for _, j := range running {
-		reserved += pagesFor(pool.PageSize, len(j.ctx)+1) - len(j.seq.sess.Sequence().Pages())
+		reserved += pagesFor(pool.PageSize, len(j.ctx)+1) - len(j.seq.seq.Pages())
 	}
 	for len(waiting) > 0 && len(running) < s.lim.MaxSeqs {
 		j := waiting[0]
@@ -121,17 +121,17 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 		if need > pool.Pages() {
 			waiting = waiting[1:]
 			s.finish(j, "", fmt.Errorf("%w: a context of %d tokens needs %d KV pages, the pool has %d",
-				runtime.ErrPoolExhausted, len(j.ctx)+1, need, pool.Pages()))
+				kv.ErrPoolExhausted, len(j.ctx)+1, need, pool.Pages()))
 			continue
 		}
 		if need+reserved > pool.Free() && len(running) > 0 {
 			break
 		}
-		st := &seqState{sess: s.m.NewSeq()}
-		if j.req.K > 0 {
-			d, err := s.method.NewDrafter(st.sess)
+		st := &seqState{seq: pool.NewSequence()}
+		if j.req.K > 0 && s.method != nil {
+			d, err := s.method.NewDrafter()
 			if err != nil {
-				st.sess.Release()
+				st.seq.Release()
 				waiting = waiting[1:]
 				s.finish(j, "", err)
 				continue
@@ -158,11 +158,14 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		return waiting, running
 	}
 	preempted := 0
-	var batch []model.SeqStep
-	var in []*job
+	var p stepPlan
 	for {
-		batch, in = s.plan(running)
-		if s.pagesNeeded(batch) <= s.pool.Free() || len(running) == 1 {
+		p = s.plan(running)
+		if p.pages() <= s.pool.Free() {
+			break
+		}
+		if len(running) == 1 { // alone: it drafts nothing rather than fail (or fails alone)
+			p.props, p.at = nil, nil
 			break
 		}
 		// Out of pages: the newest running job gives its pages back and waits to be recomputed.
@@ -173,11 +176,20 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		waiting = append([]*job{victim}, waiting...)
 		preempted++
 	}
-	if len(batch) == 0 {
+	steps, in := p.steps, p.in
+	if len(steps) == 0 {
 		return waiting, running
 	}
+	s.propose(p.props, p.at, steps, in)
+	for i, j := range in[:p.decoding] {
+		if len(steps[i].Tokens) > 1 {
+			j.seq.idle = 0
+		} else {
+			j.seq.idle++
+		}
+	}
 	t0 := time.Now()
-	outs, err := s.m.Step(batch)
+	outs, err := s.m.Step(steps)
 	took := time.Since(t0)
 	if err != nil {
 		// A lone sequence that cannot fit, or a device error: end the jobs of the step.
@@ -189,9 +201,9 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 	}
 	info := StepInfo{Rows: 0, Preempted: preempted, Time: took, Pages: s.pool.Pages()}
 	for i, j := range in {
-		info.Rows += len(batch[i].Tokens)
+		info.Rows += len(steps[i].Tokens)
 		j.res.Metrics.StepTime += took
-		s.settle(j, batch[i], outs[i], &info)
+		s.settle(j, steps[i], outs[i], &info)
 	}
 	if s.o.Cost != nil {
 		s.o.Cost.ObserveStep(info.Rows, took)
@@ -204,18 +216,12 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 	return waiting, running
 }
 
-// pagesNeeded counts the free pages a batch takes.
-func (s *Scheduler) pagesNeeded(batch []model.SeqStep) int {
-	n := 0
-	for _, st := range batch {
-		n += st.Seq.PagesNeeded(st.Seq.Len() + len(st.Tokens))
-	}
-	return n
-}
-
 // plan builds the step's batch: each decoding job's last token and its drafts, and chunks
 // of the prompts being prefilled, within the step's rows and sampled rows.
-func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
+//
+// The drafts are not asked for yet: the step counts its pages with the planned draft lengths
+// (an upper bound), may preempt and plan again, and only then calls propose once.
+func (s *Scheduler) plan(running []*job) stepPlan {
 	budget, logitBudget := s.o.StepTokens, s.lim.MaxLogitRows
 	var decoding []*job
 	for _, j := range running {
@@ -244,39 +250,32 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 			ks[i] = plans[i].MaxK
 		}
 	}
-	var batch []model.SeqStep
+	// Each decoding job's row and drafts, within the step's rows and sampled rows; the
+	// drafts of every job that drafts come from one Propose call.
+	var steps []batch.SeqStep
 	var in []*job
+	var props []spec.Proposal
+	var propJobs []int // props[p] is for steps[propJobs[p]]
+	ndec := 0
 	for i, j := range decoding {
 		if budget < 1 || logitBudget < 1 {
 			break
 		}
 		st := j.seq
 		k := min(ks[i], budget-1, logitBudget-1)
-		tokens := []int{j.ctx[len(j.ctx)-1]}
-		if k > 0 {
-			t0 := time.Now()
-			drafts, _, err := st.drafter.Propose(j.ctx, k)
-			took := time.Since(t0)
-			j.res.Metrics.DraftTime += took
-			if s.o.Cost != nil {
-				s.o.Cost.ObserveDraft(len(drafts), took)
-			}
-			if err != nil || len(drafts) > k {
-				drafts = nil // a failing drafter costs its drafts, not the request
-			}
-			tokens = append(tokens, drafts...)
-		}
-		if len(tokens) > 1 {
-			st.idle = 0
+		if k > 0 && st.drafter != nil {
+			props = append(props, spec.Proposal{Drafter: st.drafter, Ctx: j.ctx, K: k, Sampling: j.req.Sampling})
+			propJobs = append(propJobs, len(steps))
 		} else {
-			st.idle++
+			k = 0
 		}
 		st.decoding = true
-		budget -= len(tokens)
-		logitBudget -= len(tokens)
-		batch = append(batch, model.SeqStep{Seq: st.sess.Sequence(), Tokens: tokens, NDraft: len(tokens) - 1,
-			Sample: true, Sampling: j.req.Sampling, Adj: j.adj.List()})
+		budget -= 1 + k
+		logitBudget -= 1 + k
+		steps = append(steps, batch.SeqStep{Seq: st.seq, Tokens: []int{j.ctx[len(j.ctx)-1]}, Sample: true,
+			Sampling: j.req.Sampling, Adj: j.adj.List(), Keep: keep(st)})
 		in = append(in, j)
+		ndec++
 	}
 	for _, j := range running {
 		st := j.seq
@@ -293,24 +292,100 @@ func (s *Scheduler) plan(running []*job) ([]model.SeqStep, []*job) {
 			continue
 		}
 		st.decoding = false
-		var adj []runtime.Adj
+		var adj []batch.Adj
 		if last {
 			adj = j.adj.List()
 		}
-		batch = append(batch, model.SeqStep{Seq: st.sess.Sequence(), Tokens: j.ctx[st.fed : st.fed+n],
-			Sample: last, Sampling: j.req.Sampling, Adj: adj})
+		steps = append(steps, batch.SeqStep{Seq: st.seq, Tokens: j.ctx[st.fed : st.fed+n],
+			Sample: last, Sampling: j.req.Sampling, Adj: adj, Keep: keep(st)})
 		in = append(in, j)
 		budget -= n
 		if last {
 			logitBudget--
 		}
 	}
-	return batch, in
+	return stepPlan{steps: steps, in: in, props: props, at: propJobs, decoding: ndec}
+}
+
+// stepPlan is a planned step: its rows (steps[i] is job in[i]'s; the first decoding of them
+// feed their last token), and the drafts to ask for (props[p] goes after steps[at[p]]'s
+// token).
+type stepPlan struct {
+	steps    []batch.SeqStep
+	in       []*job
+	props    []spec.Proposal
+	at       []int
+	decoding int
+}
+
+// pages counts the free pages the plan takes at most (with every planned draft).
+func (p stepPlan) pages() int {
+	extra := make([]int, len(p.steps))
+	for i, pr := range p.props {
+		extra[p.at[i]] = pr.K
+	}
+	n := 0
+	for i, st := range p.steps {
+		n += st.Seq.PagesNeeded(st.Seq.Len() + len(st.Tokens) + extra[i])
+	}
+	return n
+}
+
+// keep is the feature slot a sequence's steps fill for its drafter.
+func keep(st *seqState) batch.Slot {
+	if st.drafter == nil {
+		return 0
+	}
+	return st.drafter.Keep()
+}
+
+// propose asks the method for the drafts of every proposal at once and puts them after each
+// job's token in its step (props[p] is steps[at[p]]'s, of job in[at[p]]). A failed call, or a
+// proposal that breaks the contract, costs the drafts, not the requests. The call's time is
+// shared among its proposals, for the metrics and the cost model.
+func (s *Scheduler) propose(props []spec.Proposal, at []int, steps []batch.SeqStep, in []*job) {
+	if len(props) == 0 {
+		return
+	}
+	t0 := time.Now()
+	err := s.method.Propose(props)
+	share := time.Since(t0) / time.Duration(len(props))
+	for p, pr := range props {
+		i := at[p]
+		in[i].res.Metrics.DraftTime += share
+		if err != nil || checkDrafts(pr, s.lim.Vocab) != nil {
+			continue
+		}
+		if s.o.Cost != nil {
+			s.o.Cost.ObserveDraft(len(pr.Drafts), share)
+		}
+		steps[i].Tokens = append(steps[i].Tokens, pr.Drafts...)
+		steps[i].NDraft, steps[i].Q = len(pr.Drafts), pr.Q
+		if len(pr.Drafts) == 0 {
+			steps[i].Q = nil
+		}
+	}
+}
+
+// checkDrafts checks what a drafter proposed against its proposal.
+func checkDrafts(p spec.Proposal, vocab int) error {
+	if len(p.Drafts) > p.K {
+		return fmt.Errorf("%d drafts, %d asked for", len(p.Drafts), p.K)
+	}
+	for _, tok := range p.Drafts {
+		if tok < 0 || tok >= vocab {
+			return fmt.Errorf("draft token %d outside the vocabulary of %d", tok, vocab)
+		}
+	}
+	if p.Q != nil && len(p.Drafts) > 0 && len(p.Q) != len(p.Drafts)*vocab {
+		return fmt.Errorf("q has %d values for %d drafts of vocabulary %d", len(p.Q), len(p.Drafts), vocab)
+	}
+	return nil
 }
 
 // settle takes a job's part of a step: drops rejected drafts' KV, appends and emits the new
 // tokens, and ends the job when it is done.
-func (s *Scheduler) settle(j *job, st model.SeqStep, out model.StepOut, info *StepInfo) {
+func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *StepInfo) {
 	seq := j.seq
 	if !st.Sample { // a prompt chunk
 		seq.fed += len(st.Tokens)
@@ -327,7 +402,7 @@ func (s *Scheduler) settle(j *job, st model.SeqStep, out model.StepOut, info *St
 		return
 	}
 	if seq.decoding { // a verify step (a prompt's last chunk is not)
-		seq.sess.Truncate(before + 1 + accepted)
+		seq.seq.Truncate(before + 1 + accepted)
 		j.res.Metrics.Count(st.NDraft, accepted)
 		seq.acc.Record(st.NDraft, accepted)
 		info.Drafts += st.NDraft
@@ -382,7 +457,7 @@ func (s *Scheduler) release(j *job) {
 	if j.seq.drafter != nil {
 		j.seq.drafter.Release()
 	}
-	j.seq.sess.Release()
+	j.seq.seq.Release()
 	j.seq = nil
 }
 

@@ -9,26 +9,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
-	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/spec"
 )
 
 // ErrClosed is returned for requests submitted to (or still queued in) a closed scheduler.
 var ErrClosed = errors.New("scheduler closed")
 
-// Request is one generation.
+// Request is one generation. The engine validated its values where they entered; the
+// scheduler does not check them again.
 type Request struct {
 	Ctx      context.Context // cancelled: the request ends within a step (FinishCancelled)
 	Prompt   []int           // at least one token, shorter than the context
 	MaxNew   int             // new tokens at most (>= 1)
-	Sampling model.Sampling
-	Bias     map[int]float32 // logit bias: token -> added to its logit before sampling
-	Stop     []int           // token ids that end it (not in the output)
+	Sampling batch.Sampling
+	Stop     []int // token ids that end it (not in the output)
 	// K is the most tokens drafted per step (0: no speculation; the scheduler drafts fewer
 	// when they do not pay, unless FixedK).
 	K      int
@@ -41,7 +40,7 @@ type Request struct {
 // Result is a finished request.
 type Result struct {
 	Tokens     []int                // generated, without the stop token
-	Logprobs   []model.TokenLogprob // each token's, with Sampling.Logprobs
+	Logprobs   []batch.TokenLogprob // each token's, with Sampling.Logprobs
 	Finish     spec.FinishReason
 	Metrics    spec.Metrics
 	Preempted  int           // times its pages were taken back and its tokens recomputed
@@ -53,7 +52,7 @@ type Result struct {
 // Options size the scheduler.
 type Options struct {
 	// StepTokens is the most rows in a step (decoding rows, drafts and prompt chunks); 0:
-	// the model's PrefillChunk.
+	// the target's StepRows.
 	StepTokens int
 	// Cost is the engine's step cost model (nil: no adaptive speculation; each sequence
 	// drafts its K every step).
@@ -74,51 +73,20 @@ type StepInfo struct {
 }
 
 // Target is the model the scheduler runs: batched steps over sequences of its page pool.
-// Model adapts a device model; the tests also run the scheduler on a pure-Go fake.
+// *model.Model is the device's; runtime/ref's Model is the pure-Go reference; the tests also
+// run the scheduler on a fake.
 type Target interface {
 	// Step runs one batched step; see model.Model.Step.
-	Step(batch []model.SeqStep) ([]model.StepOut, error)
-	// NewSeq starts an empty sequence on the pool.
-	NewSeq() Seq
-	Pool() *runtime.PagePool
-	Limits() Limits
-}
-
-// Seq is one sequence of a Target: its KV pages, and the target a drafter of it reads (the
-// drafter heads need a *model.Session).
-type Seq interface {
-	spec.Target
-	Sequence() *runtime.Sequence
-	Release()
-}
-
-// Limits are a target's sizes.
-type Limits struct {
-	MaxSeq, Vocab int // context length, vocabulary
-	MaxSeqs       int // sequences in a step
-	MaxLogitRows  int // rows sampled in a step
-	MaxDraft      int // drafts one sequence verifies in a step
-	StepRows      int // rows in a step, all sequences
-}
-
-// Model is the Target of a model on the device.
-func Model(m *model.Model) Target { return modelTarget{m} }
-
-type modelTarget struct{ m *model.Model }
-
-func (t modelTarget) Step(b []model.SeqStep) ([]model.StepOut, error) { return t.m.Step(b) }
-func (t modelTarget) NewSeq() Seq                                     { return t.m.NewSession() }
-func (t modelTarget) Pool() *runtime.PagePool                         { return t.m.Pool }
-func (t modelTarget) Limits() Limits {
-	o, c := t.m.Opts, t.m.Cfg
-	return Limits{MaxSeq: c.MaxSeq, Vocab: c.Vocab, MaxSeqs: o.MaxSeqs, MaxLogitRows: o.MaxLogitRows, MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk}
+	Step(steps []batch.SeqStep) ([]batch.StepOut, error)
+	Pool() *kv.PagePool
+	Limits() batch.Limits
 }
 
 // Scheduler runs requests on a target model. See the package comment.
 type Scheduler struct {
 	m      Target
-	lim    Limits
-	pool   *runtime.PagePool
+	lim    batch.Limits
+	pool   *kv.PagePool
 	method spec.Method // nil: no speculation
 	o      Options
 
@@ -143,7 +111,7 @@ type job struct {
 	res       Result
 	seq       *seqState // while running
 	ctx       []int     // prompt and the tokens so far (what a preempted job recomputes)
-	adj       *model.Adjustments
+	adj       *batch.Adjustments
 }
 
 // New makes a scheduler on m (speculating with method when it is not nil). Start it with Run.
@@ -166,7 +134,7 @@ func (s *Scheduler) Submit(r *Request) <-chan Result {
 		return j.done
 	}
 	j.ctx = append([]int(nil), r.Prompt...)
-	j.adj = model.NewAdjustments(r.Sampling, r.Bias, r.Prompt)
+	j.adj = batch.NewAdjustments(r.Sampling, r.Prompt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -191,34 +159,18 @@ func (s *Scheduler) take(close bool) []*job {
 	return js
 }
 
+// check refuses what the scheduler cannot run at all. The request's values were validated
+// where they entered (spec/engine); these are the scheduler's own limits.
 func (s *Scheduler) check(r *Request) error {
-	c := s.lim
 	switch {
 	case r.Ctx == nil:
-		return fmt.Errorf("%w: a request without a context", model.ErrBadInput)
+		return fmt.Errorf("%w: a request without a context", batch.ErrBadInput)
 	case len(r.Prompt) == 0:
-		return fmt.Errorf("%w: empty prompt", model.ErrBadInput)
-	case len(r.Prompt) >= c.MaxSeq:
-		return fmt.Errorf("%w: a prompt of %d tokens leaves no room in a context of %d", runtime.ErrContextFull, len(r.Prompt), c.MaxSeq)
+		return fmt.Errorf("%w: empty prompt", batch.ErrBadInput)
+	case len(r.Prompt) >= s.lim.MaxSeq:
+		return fmt.Errorf("%w: a prompt of %d tokens leaves no room in a context of %d", kv.ErrContextFull, len(r.Prompt), s.lim.MaxSeq)
 	case r.MaxNew < 1:
-		return fmt.Errorf("%w: max new tokens %d", model.ErrBadInput, r.MaxNew)
-	case r.K < 0 || r.K > min(spec.MaxSpeculativeTokens, s.lim.MaxDraft):
-		return fmt.Errorf("%w: %d speculative tokens", model.ErrBadInput, r.K)
-	case r.K > 0 && s.method == nil:
-		return fmt.Errorf("%w: speculation asked of a scheduler without a drafter", model.ErrBadInput)
-	}
-	for _, t := range r.Prompt {
-		if t < 0 || t >= c.Vocab {
-			return fmt.Errorf("%w: token id %d outside the vocabulary of %d", model.ErrBadInput, t, c.Vocab)
-		}
-	}
-	for t, b := range r.Bias {
-		if t < 0 || t >= c.Vocab || math.IsNaN(float64(b)) || math.IsInf(float64(b), 0) {
-			return fmt.Errorf("%w: logit bias %v of token %d (vocabulary of %d)", model.ErrBadInput, b, t, c.Vocab)
-		}
-	}
-	if n := r.Sampling.TopLogprobs; n < 0 || n > runtime.MaxTopLogprobs {
-		return fmt.Errorf("%w: %d top logprobs (0..%d)", model.ErrBadInput, n, runtime.MaxTopLogprobs)
+		return fmt.Errorf("%w: max new tokens %d", batch.ErrBadInput, r.MaxNew)
 	}
 	return nil
 }
@@ -250,4 +202,16 @@ func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Stats{Running: s.running, Waiting: s.queued}
+}
+
+// Generate runs one request alone on a scheduler of its own over target (speculating with
+// method when it is not nil) and returns its result: the loop for one sequence, as tests and
+// the CPU replay of spec/distill use it.
+func Generate(target Target, method spec.Method, o Options, r *Request) Result {
+	s := New(target, method, o)
+	c := s.Submit(r)
+	go s.Run()
+	res := <-c
+	s.Close()
+	return res
 }

@@ -4,49 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/devtest"
-	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 )
-
-// testDevice is the package's tests' device (devtest.Device).
-func testDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
 // cfg is a small Llama whose greedy text soon repeats itself (tied embeddings), so the ngram
 // drafter's drafts often pass.
 var cfg = weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 16,
 	Vocab: 300, MaxSeq: 160, RopeTheta: 10000, RMSEps: 1e-5, TieEmbed: true}
 
-// setup makes a model (with opts) and an ngram method, and a started scheduler on them.
-func setup(t *testing.T, opts model.Options, o Options) (*model.Model, *Scheduler) {
+// refLimits are the reference model's step limits (the device model's defaults).
+var refLimits = batch.Limits{MaxSeqs: 16, MaxLogitRows: 64, MaxDraft: 8, StepRows: 128}
+
+// setup makes the reference model of cfg with a pool of pages (of 8 slots) and an ngram
+// method, and a started scheduler on them.
+func setup(t *testing.T, pages int, lim batch.Limits, o Options) (*ref.Model, *Scheduler) {
 	t.Helper()
-	m, err := model.New(testDevice(t), ref.RandomLlama(cfg, 7), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := spec.Config{Mode: "ngram", NumSpeculativeTokens: 4}
-	if err := sc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := spec.Open(sc, &m.Cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meth, err := ck.Load(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Model(m), meth, o)
+	m := ref.NewModel(ref.RandomLlama(cfg, 7), pages, 8, lim)
+	s := New(m, &spec.Ngram{Min: 1, Max: 3}, o)
 	go s.Run()
-	t.Cleanup(func() { s.Close(); meth.Release(); m.Release() })
+	t.Cleanup(s.Close)
 	return m, s
 }
 
@@ -61,7 +47,7 @@ func requests(n int) []*Request {
 		}
 		r := &Request{Ctx: context.Background(), Prompt: prompt, MaxNew: 20 + i%9, K: i % 5, FixedK: i%3 == 0, Stop: []int{0}}
 		if i%4 == 3 {
-			r.Sampling = model.Sampling{Temperature: 0.9, TopP: 0.9, Seed: uint64(i)}
+			r.Sampling = batch.Sampling{Temperature: 0.9, TopP: 0.9, Seed: uint64(i)}
 		}
 		out = append(out, r)
 	}
@@ -82,7 +68,7 @@ func wait(t *testing.T, c <-chan Result) Result {
 // Requests run together give exactly the tokens each gets alone (greedy and seeded
 // sampling, speculating or not), and the pages all come back.
 func TestBatchedEqualsAlone(t *testing.T) {
-	m, s := setup(t, model.Options{PageSize: 8}, Options{Cost: spec.NewCostModel(10*time.Millisecond, time.Millisecond)})
+	m, s := setup(t, 80, refLimits, Options{Cost: spec.NewCostModel(10*time.Millisecond, time.Millisecond)})
 	reqs := requests(12)
 	alone := make([][]int, len(reqs))
 	for i, r := range reqs {
@@ -112,7 +98,7 @@ func TestBatchedEqualsAlone(t *testing.T) {
 		t.Error("no request drafted anything")
 	}
 	if err := s.Do(func() error {
-		if n := m.Pool.InUse(); n != 0 {
+		if n := m.Pool().InUse(); n != 0 {
 			return fmt.Errorf("%d pages in use", n)
 		}
 		return nil
@@ -126,7 +112,7 @@ func TestBatchedEqualsAlone(t *testing.T) {
 // without preemption.
 func TestPreemption(t *testing.T) {
 	// 13 pages of 8 slots: room for about 3 of these sequences at once.
-	m, s := setup(t, model.Options{PageSize: 8, Pages: 13}, Options{})
+	m, s := setup(t, 13, refLimits, Options{})
 	var reqs []*Request
 	for i := 0; i < 8; i++ {
 		reqs = append(reqs, &Request{Ctx: context.Background(), Prompt: []int{1 + i, 2 + i, 3, 4, 5}, MaxNew: 25, K: i % 3})
@@ -163,7 +149,7 @@ func TestPreemption(t *testing.T) {
 		t.Error("the flood caused no preemption: the test does not test it")
 	}
 	s.Do(func() error {
-		if n := m.Pool.InUse(); n != 0 {
+		if n := m.Pool().InUse(); n != 0 {
 			t.Errorf("%d pages in use", n)
 		}
 		return nil
@@ -173,7 +159,7 @@ func TestPreemption(t *testing.T) {
 // A request cancelled mid-generation ends within a step with its tokens so far, and its
 // pages come back at once; the scheduler goes on serving.
 func TestCancelFreesPages(t *testing.T) {
-	m, s := setup(t, model.Options{PageSize: 8}, Options{})
+	m, s := setup(t, 40, refLimits, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	c := s.Submit(&Request{Ctx: ctx, Prompt: []int{5, 6, 7}, MaxNew: 100, K: 3, Emit: func(int) bool {
@@ -187,7 +173,7 @@ func TestCancelFreesPages(t *testing.T) {
 		t.Fatalf("cancelled: %d tokens, finish %q, %v", len(res.Tokens), res.Finish, res.Err)
 	}
 	s.Do(func() error {
-		if n := m.Pool.InUse(); n != 0 {
+		if n := m.Pool().InUse(); n != 0 {
 			t.Errorf("%d pages in use after the cancel", n)
 		}
 		return nil
@@ -200,7 +186,9 @@ func TestCancelFreesPages(t *testing.T) {
 // Close ends running requests (cancelled, with their tokens) and queued ones (ErrClosed);
 // later submissions get ErrClosed.
 func TestCloseDrains(t *testing.T) {
-	_, s := setup(t, model.Options{PageSize: 8, MaxSeqs: 2}, Options{})
+	lim := refLimits
+	lim.MaxSeqs = 2
+	_, s := setup(t, 40, lim, Options{})
 	started := make(chan struct{})
 	var once sync.Once
 	var cs []<-chan Result
@@ -232,18 +220,28 @@ func TestCloseDrains(t *testing.T) {
 
 // Requests the scheduler cannot take are refused at Submit with a clear error.
 func TestSubmitRefusals(t *testing.T) {
-	_, s := setup(t, model.Options{PageSize: 8}, Options{})
+	_, s := setup(t, 40, refLimits, Options{})
 	bg := context.Background()
 	for name, r := range map[string]*Request{
-		"no context":  {Prompt: []int{1}, MaxNew: 1},
-		"empty":       {Ctx: bg, MaxNew: 1},
-		"too long":    {Ctx: bg, Prompt: make([]int, cfg.MaxSeq), MaxNew: 1},
-		"max new 0":   {Ctx: bg, Prompt: []int{1}},
-		"k too large": {Ctx: bg, Prompt: []int{1}, MaxNew: 1, K: 99},
-		"bad token":   {Ctx: bg, Prompt: []int{cfg.Vocab}, MaxNew: 1},
+		"no context": {Prompt: []int{1}, MaxNew: 1},
+		"empty":      {Ctx: bg, MaxNew: 1},
+		"too long":   {Ctx: bg, Prompt: make([]int, cfg.MaxSeq), MaxNew: 1},
+		"max new 0":  {Ctx: bg, Prompt: []int{1}},
 	} {
 		if res := wait(t, s.Submit(r)); res.Err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestNoCgo: the scheduler links no cgo package: it plans and runs without a device (the
+// device model is one Target among others).
+func TestNoCgo(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .CgoFiles}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Fatalf("spec/sched depends on cgo packages:\n%s", s)
 	}
 }

@@ -116,7 +116,7 @@ func TestChoicesAndStop(t *testing.T) {
 	}
 	distinct := map[string]bool{}
 	for i, ch := range c.Choices {
-		want := f.generate(t, prompt, engine.GenerateOptions{MaxTokens: 12, Temperature: 1.5, Seed: 7, Choice: i})
+		want := f.generate(t, prompt, engine.GenerateOptions{MaxTokens: 12, Sampling: engine.Sampling{Temperature: 1.5, Seed: 7, Choice: uint32(i)}})
 		if ch.Index != int64(i) || ch.Text != want.Text {
 			t.Errorf("choice %d: %q, the engine's choice %d: %q", ch.Index, ch.Text, i, want.Text)
 		}

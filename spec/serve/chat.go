@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-
-	"github.com/wspec/wspec/spec/engine"
 )
 
 // handleChat serves POST /v1/chat/completions: the messages go through the model's chat
@@ -37,17 +35,17 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 	if maxTokens == nil {
 		maxTokens, maxParam = req.MaxTokens, "max_tokens"
 	}
-	rq, err := s.options(&req.samplingFields, maxTokens, maxParam)
+	rq, o, err := s.options(&req.samplingFields, maxTokens, maxParam)
 	if err != nil {
 		return nil, err
 	}
+	rq.promptParam = "messages"
+	rq.params = map[string]string{"num_speculative_tokens": "speculative"}
 	switch {
 	case len(req.Messages) == 0:
 		return nil, invalid("messages", codeMissing, "messages: want at least one message")
 	case req.TopLogprobs != nil && !req.Logprobs:
 		return nil, invalid("top_logprobs", codeInvalidValue, "top_logprobs: needs logprobs to be true")
-	case req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > engine.MaxTopLogprobs):
-		return nil, invalid("top_logprobs", codeInvalidValue, "top_logprobs %d: want 0..%d", *req.TopLogprobs, engine.MaxTopLogprobs)
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
 		return nil, invalid("response_format", codeUnsupported, "response_format %q: only \"text\" is supported", req.ResponseFormat.Type)
 	case len(req.Tools) > 0:
@@ -64,9 +62,9 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 		}
 	}
 	if req.Logprobs {
-		rq.opts.Logprobs = true
+		o.Logprobs = true
 		if req.TopLogprobs != nil {
-			rq.opts.TopLogprobs = *req.TopLogprobs
+			o.TopLogprobs = *req.TopLogprobs
 		}
 	}
 	prompt, err := s.tpl.render(req.Messages)
@@ -77,11 +75,9 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 		}
 		return nil, invalid("messages", codeInvalidValue, "messages: %v", err)
 	}
-	n, err := s.checkPrompt(prompt, "messages", &rq.opts, maxParam)
-	if err != nil {
+	if err := s.prepare(rq, []string{prompt}, o); err != nil {
 		return nil, err
 	}
-	rq.prompts, rq.promptTokens = []string{prompt}, []int{n}
 	return rq, nil
 }
 

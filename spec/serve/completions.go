@@ -2,8 +2,6 @@ package serve
 
 import (
 	"net/http"
-
-	"github.com/wspec/wspec/spec/engine"
 )
 
 // defaultCompletionTokens is OpenAI's max_tokens for completions when a request sets none.
@@ -33,10 +31,12 @@ func (s *Server) completionRequest(req *completionRequest) (*request, error) {
 		d := defaultCompletionTokens
 		maxTokens = &d
 	}
-	rq, err := s.options(&req.samplingFields, maxTokens, "max_tokens")
+	rq, o, err := s.options(&req.samplingFields, maxTokens, "max_tokens")
 	if err != nil {
 		return nil, err
 	}
+	rq.promptParam = "prompt"
+	rq.params = map[string]string{"top_logprobs": "logprobs", "num_speculative_tokens": "speculative"}
 	switch {
 	case !req.Prompt.set:
 		return nil, invalid("prompt", codeMissing, "prompt: required")
@@ -52,17 +52,10 @@ func (s *Server) completionRequest(req *completionRequest) (*request, error) {
 		return nil, invalid("best_of", codeUnsupported, "best_of: only equal to n (%d) is supported", rq.n)
 	}
 	if req.Logprobs != nil {
-		if *req.Logprobs < 0 || *req.Logprobs > engine.MaxTopLogprobs {
-			return nil, invalid("logprobs", codeInvalidValue, "logprobs %d: want 0..%d", *req.Logprobs, engine.MaxTopLogprobs)
-		}
-		rq.opts.Logprobs, rq.opts.TopLogprobs = true, *req.Logprobs
+		o.Logprobs, o.TopLogprobs = true, *req.Logprobs
 	}
-	for _, p := range req.Prompt.texts {
-		n, err := s.checkPrompt(p, "prompt", &rq.opts, "max_tokens")
-		if err != nil {
-			return nil, err
-		}
-		rq.prompts, rq.promptTokens = append(rq.prompts, p), append(rq.promptTokens, n)
+	if err := s.prepare(rq, req.Prompt.texts, o); err != nil {
+		return nil, err
 	}
 	return rq, nil
 }

@@ -6,24 +6,11 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/wspec/wspec/weights"
 )
 
-// validator is a server without an engine, enough to decode and validate requests: the
-// stories15M tokenizer and context, ngram speculation, the default chat template.
-func validator(t testing.TB) *Server {
-	t.Helper()
-	tok, err := weights.LoadTokenizer(storiesDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := newChatTemplate(DefaultChatTemplate, "default", "<s>", "</s>", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Server{cfg: Config{MaxBodyBytes: DefaultMaxBodyBytes}, tok: tok, name: model, maxSeq: 256, vocab: tok.VocabSize(), method: "ngram", tpl: tpl}
-}
+// validator is the tests' main server (stories15M, ngram speculation, the default chat
+// template), whose requests' options the engine validates; validate never generates.
+func validator(t testing.TB) *Server { return specServer(t).s }
 
 // validate decodes and validates body as path's request; it never generates.
 func (s *Server) validate(path string, body []byte) error {

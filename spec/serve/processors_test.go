@@ -60,9 +60,9 @@ func TestSamplingFields(t *testing.T) {
 		v     float32
 		o     engine.GenerateOptions
 	}{
-		{"presence_penalty", 2, engine.GenerateOptions{PresencePenalty: 2}},
-		{"frequency_penalty", 2, engine.GenerateOptions{FrequencyPenalty: 2}},
-		{"repetition_penalty", 1.5, engine.GenerateOptions{RepetitionPenalty: 1.5}},
+		{"presence_penalty", 2, engine.GenerateOptions{Sampling: engine.Sampling{PresencePenalty: 2}}},
+		{"frequency_penalty", 2, engine.GenerateOptions{Sampling: engine.Sampling{FrequencyPenalty: 2}}},
+		{"repetition_penalty", 1.5, engine.GenerateOptions{Sampling: engine.Sampling{RepetitionPenalty: 1.5}}},
 	} {
 		got := complete(prompt, 24, map[string]any{c.field: c.v})
 		c.o.MaxTokens = 24

@@ -26,8 +26,8 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, rq *request, pref
 	defer cancel()
 	rp := mk(prefix+randomID(), time.Now().Unix())
 	u := usage{}
-	for _, n := range rq.promptTokens {
-		u.PromptTokens += n
+	for _, p := range rq.prompts {
+		u.PromptTokens += len(p.Prompt)
 	}
 	total := func(choices []*choice) usage {
 		for _, c := range choices {

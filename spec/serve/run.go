@@ -42,10 +42,8 @@ func (s *Server) run(ctx context.Context, rq *request, onText func(c *choice, te
 		for i := 0; i < rq.n; i++ {
 			c := &choice{index: p*rq.n + i, prompt: p}
 			out = append(out, c)
-			o := rq.opts
-			o.Choice = i
 			start, last := time.Now(), time.Time{}
-			o.OnText = func(text string) {
+			onText := func(text string) {
 				now := time.Now()
 				if !last.IsZero() {
 					s.metrics.itl.Observe(now.Sub(last).Seconds())
@@ -58,7 +56,7 @@ func (s *Server) run(ctx context.Context, rq *request, onText func(c *choice, te
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := s.e.Generate(ctx, prompt, o)
+				res, err := s.e.Run(ctx, prompt.WithChoice(i, onText))
 				if err == nil && res.Finish == spec.FinishCancelled {
 					err = errCancelled
 				}
@@ -83,7 +81,7 @@ func (s *Server) run(ctx context.Context, rq *request, onText func(c *choice, te
 	}
 	wg.Wait()
 	if firstErr != nil && !errors.Is(firstErr, errCancelled) {
-		return nil, engineError(firstErr)
+		return nil, s.requestError(rq, firstErr)
 	}
 	return out, firstErr
 }

@@ -56,8 +56,6 @@ type Server struct {
 	name    string
 	dir     string
 	maxSeq  int
-	vocab   int
-	method  string // the engine's speculative method ("" without)
 	tpl     *chatTemplate
 	metrics *Metrics
 	created int64
@@ -85,7 +83,7 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	}
 	tok := e.Tokenizer()
 	s := &Server{cfg: c, e: e, tok: tok, name: c.ModelName, dir: info.Dir, maxSeq: info.Config.MaxSeq,
-		vocab: min(info.Config.Vocab, tok.VocabSize()), method: info.Method, metrics: c.Metrics,
+		metrics: c.Metrics,
 		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey))}
 	s.hardStop, s.stopAll = context.WithCancel(context.Background())
 	src, origin, err := loadChatTemplate(info.Dir, c.ChatTemplate)

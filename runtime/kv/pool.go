@@ -1,4 +1,8 @@
-package runtime
+// Package kv is the host side of the paged KV cache: a pool of fixed-size pages with a free
+// list and reference counts, and sequences, each a page table and a length. The device holds
+// the pages themselves (runtime/model); this package is pure Go, so the scheduler can plan
+// pages without the device.
+package kv
 
 import (
 	"errors"
@@ -13,7 +17,7 @@ var ErrContextFull = errors.New("sequence longer than the context")
 
 // PagePool is the host-side bookkeeping of the paged KV cache: a fixed set of pages of
 // PageSize token slots, a free list and a reference count per page, so sequences can share a
-// prefix. The device holds the pages themselves (Model.kc / Model.vc).
+// prefix.
 type PagePool struct {
 	PageSize int
 	refs     []int // [n_pages] reference count; 0 = free
@@ -46,7 +50,7 @@ func (p *PagePool) alloc() (int, error) {
 
 func (p *PagePool) release(id int) {
 	if p.refs[id] <= 0 {
-		panic(fmt.Sprintf("runtime: page %d released with refcount %d", id, p.refs[id]))
+		panic(fmt.Sprintf("kv: page %d released with refcount %d", id, p.refs[id]))
 	}
 	p.refs[id]--
 	if p.refs[id] == 0 {
@@ -138,7 +142,7 @@ func (s *Sequence) Reserve(newLen int) ([]PageCopy, error) {
 // Commit records that the cache now holds n tokens (after a step wrote them).
 func (s *Sequence) Commit(n int) {
 	if n > len(s.pages)*s.pool.PageSize {
-		panic(fmt.Sprintf("runtime: commit of %d tokens with %d pages", n, len(s.pages)))
+		panic(fmt.Sprintf("kv: commit of %d tokens with %d pages", n, len(s.pages)))
 	}
 	s.n = n
 }

@@ -1,4 +1,4 @@
-package spec
+package neural
 
 import (
 	"errors"
@@ -8,20 +8,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 )
 
-// medusaDrafter writes heads to a folder in layout and makes the medusa drafter from it
+// writeMedusaMethod writes heads to a folder in layout and makes the medusa drafter from it
 // through the registry, on target m.
-func medusaDrafter(t testing.TB, m *model.Model, heads *weights.Medusa, layout string) (Drafter, error) {
+func writeMedusaMethod(t testing.TB, m *model.Model, heads *weights.Medusa, layout string) (spec.Method, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := weights.WriteMedusa(dir, heads, layout, weights.F32); err != nil {
 		t.Fatal(err)
 	}
-	return openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m)
+	return openDrafter(t, spec.Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m)
 }
 
 // zeroHeads are Medusa heads with zero weights and biases on the target's LM head: every head
@@ -58,13 +60,13 @@ func TestMedusaGreedyExact(t *testing.T) {
 	}
 	accepted, rejected := 0, 0
 	for _, h := range heads {
-		d, err := medusaDrafter(t, m, h.w, h.layout)
+		d, err := writeMedusaMethod(t, m, h.w, h.layout)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var total Metrics
-		for k := 1; k <= MaxSpeculativeTokens; k++ {
-			got, met := decode(t, w, m, d, loopPrompt, k, n, model.Sampling{}, nil)
+		var total spec.Metrics
+		for k := 1; k <= spec.MaxSpeculativeTokens; k++ {
+			got, met := decode(t, w, m, d, loopPrompt, k, n, batch.Sampling{}, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s k=%d: speculative greedy\n%v\nplain\n%v", h.name, k, got, want)
 			}
@@ -87,11 +89,11 @@ func TestMedusaGreedyExact(t *testing.T) {
 func TestMedusaSampledReproducible(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 5)
 	m := newDeviceModel(t, w)
-	d, err := medusaDrafter(t, m, ref.RandomMedusa(4, 1, loopCfg.Dim, loopCfg.Vocab, 8), weights.MedusaV1)
+	d, err := writeMedusaMethod(t, m, ref.RandomMedusa(4, 1, loopCfg.Dim, loopCfg.Vocab, 8), weights.MedusaV1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := model.Sampling{Temperature: 1, TopP: 0.9, Seed: 2024}
+	s := batch.Sampling{Temperature: 1, TopP: 0.9, Seed: 2024}
 	a, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 	b, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 	if !slices.Equal(a, b) {
@@ -106,11 +108,11 @@ func TestMedusaSampledReproducible(t *testing.T) {
 // A malformed Medusa checkpoint, or heads that do not fit the target, give clear errors.
 func TestMedusaErrors(t *testing.T) {
 	m := newDeviceModel(t, ref.RandomLlama(loopCfg, 2))
-	if _, err := medusaDrafter(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim/2, 0, 1), weights.MedusaV2); !errors.Is(err, model.ErrBadInput) ||
+	if _, err := writeMedusaMethod(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim/2, 0, 1), weights.MedusaV2); !errors.Is(err, batch.ErrBadInput) ||
 		!strings.Contains(err.Error(), "hidden size") {
 		t.Errorf("heads of another hidden size: %v", err)
 	}
-	if _, err := medusaDrafter(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim, 50, 1), weights.MedusaV1); !errors.Is(err, model.ErrBadInput) ||
+	if _, err := writeMedusaMethod(t, m, ref.RandomMedusa(2, 1, loopCfg.Dim, 50, 1), weights.MedusaV1); !errors.Is(err, batch.ErrBadInput) ||
 		!strings.Contains(err.Error(), "vocabulary") {
 		t.Errorf("output layers of another vocabulary: %v", err)
 	}
@@ -134,17 +136,17 @@ func TestMedusaErrors(t *testing.T) {
 	if err := weights.WriteSafeTensors(path, keep, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m); !errors.Is(err, weights.ErrMissingTensor) ||
+	if _, err := openDrafter(t, spec.Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m); !errors.Is(err, weights.ErrMissingTensor) ||
 		!strings.Contains(err.Error(), "1.0.linear.bias") {
 		t.Errorf("a missing bias: %v", err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m); err == nil || !strings.Contains(err.Error(), weights.MedusaFileName) {
+	if _, err := openDrafter(t, spec.Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, m); err == nil || !strings.Contains(err.Error(), weights.MedusaFileName) {
 		t.Errorf("no weights file: %v", err)
 	}
-	if _, err := openDrafter(t, Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, nil); !errors.Is(err, ErrNeedsTarget) {
+	if _, err := openDrafter(t, spec.Config{Mode: "medusa", NumSpeculativeTokens: 1, Model: dir}, nil); !errors.Is(err, spec.ErrNeedsTarget) {
 		t.Error("medusa without a target model was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package spec
+package neural
 
 import (
 	"encoding/binary"
@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -86,14 +88,14 @@ func TestEagleMalformed(t *testing.T) {
 		}), m3, weights.ErrShape, "lm_head"},
 		{"fc width", "eagle3", ref.RandomEagle("eagle3", small, small, 0, 1), nil, m3, weights.ErrBadEagle, "target_hidden_size 32"},
 		{"no aux", "eagle3", perfectEagle("eagle3", tw, 1), nil, m1, model.ErrEagle, "AuxLayers"},
-		{"no target", "eagle", perfectEagle("eagle", tw, 1), nil, nil, ErrNeedsTarget, "target"},
+		{"no target", "eagle", perfectEagle("eagle", tw, 1), nil, nil, spec.ErrNeedsTarget, "target"},
 	}
 	for _, tc := range cases {
 		dir := writeEagle(t, tc.head, weights.EagleWriteOptions{})
 		if tc.edit != nil {
 			rewriteTensors(t, dir, tc.edit)
 		}
-		_, err := openDrafter(t, Config{Mode: tc.kind, NumSpeculativeTokens: 2, Model: dir}, tc.target)
+		_, err := openDrafter(t, spec.Config{Mode: tc.kind, NumSpeculativeTokens: 2, Model: dir}, tc.target)
 		t.Logf("%s: %v", tc.name, err)
 		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("%s: got %v, want an error wrapping %v that mentions %q", tc.name, err, tc.sentinel, tc.mention)
@@ -149,11 +151,11 @@ func TestEagleAuxLayers(t *testing.T) {
 	explicit := writeEagle(t, h, weights.EagleWriteOptions{})
 	aux := func(mode, dir string) []int {
 		t.Helper()
-		ck, err := Open(Config{Mode: mode, NumSpeculativeTokens: 3, Model: dir}, &tw.Cfg)
+		ck, err := spec.Open(spec.Config{Mode: mode, NumSpeculativeTokens: 3, Model: dir}, &tw.Cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ck.AuxLayers()
+		return ck.Needs().AuxLayers
 	}
 	for dir, want := range map[string][]int{def: {2, 2, 1}, explicit: {1, 3, 0}} {
 		if got := aux("eagle3", dir); !slices.Equal(got, want) {
@@ -163,11 +165,11 @@ func TestEagleAuxLayers(t *testing.T) {
 	if got := aux("eagle", writeEagle(t, perfectEagle(weights.EagleKind1, tw, 1), weights.EagleWriteOptions{})); got != nil {
 		t.Errorf("eagle (EAGLE-1) asks for aux layers %v", got)
 	}
-	sc := Config{Mode: "eagle3", NumSpeculativeTokens: 3, Model: explicit}
+	sc := spec.Config{Mode: "eagle3", NumSpeculativeTokens: 3, Model: explicit}
 	if _, err := openDrafter(t, sc, eagleModel(t, tw, weights.EagleKind1)); !errors.Is(err, model.ErrEagle) {
 		t.Fatalf("eagle3 on a target without aux layers: %v", err)
 	}
-	m, err := model.New(loopDevice(t), tw, model.Options{PageSize: 8, PrefillChunk: 32, AuxLayers: []int{1, 3, 0}})
+	m, err := model.New(loopDevice(t), tw, model.Options{PageSize: 8, PrefillChunk: 32, AuxLayers: []int{1, 3, 0}, FeatureSlots: model.SlotPerSequence})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +177,8 @@ func TestEagleAuxLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := decode(t, tw, m, nil, loopPrompt, 0, 20, model.Sampling{}, nil)
-	if got, _ := decode(t, tw, m, d, loopPrompt, 3, 20, model.Sampling{}, nil); !slices.Equal(got, want) {
+	want, _ := decode(t, tw, m, nil, loopPrompt, 0, 20, batch.Sampling{}, nil)
+	if got, _ := decode(t, tw, m, d, loopPrompt, 3, 20, batch.Sampling{}, nil); !slices.Equal(got, want) {
 		t.Errorf("eagle3: %v, want %v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package spec
+package neural
 
 import (
 	"fmt"
@@ -7,8 +7,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -105,9 +107,9 @@ func writeEagle(t testing.TB, e *weights.Eagle, o weights.EagleWriteOptions) str
 	return dir
 }
 
-func newEagle(t testing.TB, kind, dir string, m *model.Model) Drafter {
+func newEagle(t testing.TB, kind, dir string, m *model.Model) spec.Method {
 	t.Helper()
-	d, err := openDrafter(t, Config{Mode: kind, NumSpeculativeTokens: 1, Model: dir}, m)
+	d, err := openDrafter(t, spec.Config{Mode: kind, NumSpeculativeTokens: 1, Model: dir}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func eagleModelWT(t testing.TB, w *weights.LlamaWeights, kind string, wt wgsl.We
 	if kind == weights.EagleKind3 {
 		aux = []int{2, 2, 1}
 	}
-	m, err := model.New(loopDevice(t), w, model.Options{Weights: wt, PageSize: 8, PrefillChunk: 32, AuxLayers: aux})
+	m, err := model.New(loopDevice(t), w, model.Options{Weights: wt, PageSize: 8, PrefillChunk: 32, AuxLayers: aux, FeatureSlots: model.SlotPerSequence})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestEagleGreedyExact(t *testing.T) {
 		for _, attn := range []float32{0, 0.2} {
 			tw := eagleTarget(21, attn)
 			m := eagleModel(t, tw, kind)
-			want, _ := decode(t, tw, m, nil, prompt, 0, n, model.Sampling{}, nil)
+			want, _ := decode(t, tw, m, nil, prompt, 0, n, batch.Sampling{}, nil)
 			heads := map[string]*weights.Eagle{"perfect": perfectEagle(kind, tw, 3)}
 			if attn > 0 {
 				c := eagleTargetCfg
@@ -160,11 +162,11 @@ func TestEagleGreedyExact(t *testing.T) {
 			for name, h := range heads {
 				dir := writeEagle(t, h, weights.EagleWriteOptions{Prefix: name == "random"})
 				var rates []string
-				for k := 1; k <= MaxSpeculativeTokens; k++ {
+				for k := 1; k <= spec.MaxSpeculativeTokens; k++ {
 					if name == "random" && k%3 != 1 {
 						continue
 					}
-					got, met := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, k, n, model.Sampling{}, nil)
+					got, met := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, k, n, batch.Sampling{}, nil)
 					if !slices.Equal(got, want) {
 						t.Fatalf("%s %s head (attn %.1f), k %d:\n got %v\nwant %v", kind, name, attn, k, got, want)
 					}
@@ -188,11 +190,11 @@ func TestEagleSampledReproducible(t *testing.T) {
 		dir := writeEagle(t, perfectEagle(kind, tw, 6), weights.EagleWriteOptions{DType: weights.F16})
 		prompt := []int{3, 1, 4, 1, 5, 9, 2, 6}
 		m16 := eagleModelWT(t, tw, kind, wgsl.F16)
-		want, _ := decode(t, tw, m16, nil, prompt, 0, 30, model.Sampling{}, nil)
-		if got, _ := decode(t, tw, m16, newEagle(t, kind, dir, m16), prompt, 5, 30, model.Sampling{}, nil); !slices.Equal(got, want) {
+		want, _ := decode(t, tw, m16, nil, prompt, 0, 30, batch.Sampling{}, nil)
+		if got, _ := decode(t, tw, m16, newEagle(t, kind, dir, m16), prompt, 5, 30, batch.Sampling{}, nil); !slices.Equal(got, want) {
 			t.Errorf("%s, f16 weights: greedy with speculation %v, without %v", kind, got, want)
 		}
-		s := model.Sampling{Temperature: 0.8, TopP: 0.95, Seed: 77}
+		s := batch.Sampling{Temperature: 0.8, TopP: 0.95, Seed: 77}
 		a, met := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, 4, 40, s, nil)
 		b, _ := decode(t, tw, m, newEagle(t, kind, dir, m), prompt, 4, 40, s, nil)
 		if !slices.Equal(a, b) || len(a) != 40 {

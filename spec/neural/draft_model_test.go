@@ -1,4 +1,4 @@
-package spec
+package neural
 
 import (
 	"errors"
@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -51,9 +53,9 @@ func writeLlamaDir(t testing.TB, w *weights.LlamaWeights) string {
 }
 
 // draftModel makes the draft_model drafter through the registry, from a checkpoint folder.
-func draftModel(t testing.TB, dir string, target *model.Model) Drafter {
+func draftModel(t testing.TB, dir string, target *model.Model) spec.Method {
 	t.Helper()
-	d, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: dir}, target)
+	d, err := openDrafter(t, spec.Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: dir}, target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,14 +70,14 @@ func TestDraftModelGreedyExact(t *testing.T) {
 	m := newDeviceModel(t, w)
 	const n = 40
 	want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
-	drafters := map[string]Drafter{
+	drafters := map[string]spec.Method{
 		"small": draftModel(t, writeLlamaDir(t, ref.RandomLlama(smallCfg, 9)), m),
 		"self":  draftModel(t, writeLlamaDir(t, w), m),
 	}
 	for _, name := range []string{"small", "self"} {
-		var total Metrics
-		for k := 1; k <= MaxSpeculativeTokens; k++ {
-			got, met := decode(t, w, m, drafters[name], loopPrompt, k, n, model.Sampling{}, nil)
+		var total spec.Metrics
+		for k := 1; k <= spec.MaxSpeculativeTokens; k++ {
+			got, met := decode(t, w, m, drafters[name], loopPrompt, k, n, batch.Sampling{}, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s k=%d: speculative greedy\n%v\nplain\n%v", name, k, got, want)
 			}
@@ -99,8 +101,8 @@ func TestDraftModelSampled(t *testing.T) {
 	m := newDeviceModel(t, w)
 	dm := draftModel(t, writeLlamaDir(t, ref.RandomLlama(smallCfg, 3)), m)
 	self := draftModel(t, writeLlamaDir(t, w), m)
-	for _, s := range []model.Sampling{{Temperature: 1, TopP: 0.95, Seed: 42}, {Temperature: 0.7, TopK: 20, Seed: 7, SeqID: 1}} {
-		for name, d := range map[string]Drafter{"small": dm, "self": self} {
+	for _, s := range []batch.Sampling{{Temperature: 1, TopP: 0.95, Seed: 42}, {Temperature: 0.7, TopK: 20, Seed: 7, Choice: 1}} {
+		for name, d := range map[string]spec.Method{"small": dm, "self": self} {
 			a, met := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 			b, _ := decode(t, w, m, d, loopPrompt, 4, 30, s, nil)
 			fake, _ := decode(t, w, nil, d, loopPrompt, 4, 30, s, nil)
@@ -122,14 +124,14 @@ func TestDraftModelErrors(t *testing.T) {
 	m := newDeviceModel(t, ref.RandomLlama(loopCfg, 2))
 	other := smallCfg
 	other.Vocab = 150
-	_, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: writeLlamaDir(t, ref.RandomLlama(other, 1))}, m)
+	_, err := openDrafter(t, spec.Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: writeLlamaDir(t, ref.RandomLlama(other, 1))}, m)
 	if !errors.Is(err, ErrVocabMismatch) || !strings.Contains(err.Error(), "150") || !strings.Contains(err.Error(), "200") {
 		t.Errorf("another vocabulary: %v", err)
 	}
 	if _, err := NewDraftModelMethod(newDeviceModel(t, ref.RandomLlama(other, 1)), loopCfg.Vocab); !errors.Is(err, ErrVocabMismatch) {
 		t.Errorf("another vocabulary (model): %v", err)
 	}
-	if _, err := openDrafter(t, Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: t.TempDir()}, m); err == nil {
+	if _, err := openDrafter(t, spec.Config{Mode: "draft_model", NumSpeculativeTokens: 1, Model: t.TempDir()}, m); err == nil {
 		t.Error("an empty folder was accepted as a draft model")
 	}
 }

@@ -1,0 +1,79 @@
+// Package batch is the contract of one step of a model: the sequences it runs (each its new
+// tokens, drafts to verify and sampling settings), and what comes back (the emitted tokens,
+// their logprobs). The device model (runtime/model) runs steps; the reference (runtime/ref)
+// runs them in pure Go; the scheduler (spec/sched) plans them. It is pure Go, so the
+// scheduler and its tests need no device.
+package batch
+
+import (
+	"errors"
+
+	"github.com/wspec/wspec/runtime/kv"
+)
+
+// ErrBadInput is wrapped by errors about a step's shape (too many rows, drafts in a step that
+// does not sample, a token outside the vocabulary). User-settable values are validated where
+// they enter (spec/engine), not here.
+var ErrBadInput = errors.New("bad input")
+
+// ErrNonFinite is wrapped by the error of a step whose logits hold a NaN or an infinity
+// (broken weights, or an overflow): nothing is sampled from them.
+var ErrNonFinite = errors.New("non-finite logits")
+
+// SeqStep is one sequence's part of a batched step: its new tokens, at positions
+// Seq.Len().., the last NDraft of them drafts to verify.
+type SeqStep struct {
+	Seq    *kv.Sequence
+	Tokens []int
+	NDraft int
+	// Q is [NDraft, vocab]: row j is the distribution draft j was sampled from, so the
+	// rejection sampler keeps it with probability min(1, p/q) and recovers from
+	// normalize(max(p - q, 0)); nil means one-hot on the drafts (argmax or lookup drafters).
+	Q        []float32
+	Sample   bool // sample after the tokens (false: a prompt chunk that does not end the prompt)
+	Sampling Sampling
+	// Adj lists, once each, the tokens whose logits the sequence adjusts: those with a logit
+	// bias, and for the penalties those in the prompt or generated before this step (with
+	// their count among the generated). Adjustments keeps it.
+	Adj []Adj
+	// Keep names the feature slot the step copies this sequence's feature rows into (a named
+	// output a drafter reads after the step; 0: none). See Slot.
+	Keep Slot
+}
+
+// Slot names one of a model's feature slots: buffers, one per drafting sequence, into which a
+// step copies that sequence's rows of the features its drafter reads (the hidden state after
+// the last layer, or the residual streams entering some layers). They are the step's output,
+// not scratch: nothing but a later step of the same sequence overwrites them. 0 is no slot.
+type Slot int
+
+// StepOut is one sequence's result: the accepted drafts followed by one recovered or bonus
+// token (one sampled token without drafts), nil when it did not sample, or the error of its
+// logits (ErrNonFinite). With Sampling.Logprobs, Logprobs holds each token's.
+type StepOut struct {
+	Tokens   []int
+	Logprobs []TokenLogprob
+	Err      error
+}
+
+// TokenLogprob is an emitted token's log-probability (log-softmax of its row's logits after
+// the processors, at temperature 1) and its row's likeliest tokens with theirs.
+type TokenLogprob struct {
+	Logprob float32
+	Top     []TopLogprob
+}
+
+// TopLogprob is one of a row's likeliest tokens.
+type TopLogprob struct {
+	Token   int
+	Logprob float32
+}
+
+// Limits are what one step of a model takes.
+type Limits struct {
+	MaxSeq, Vocab int // context length, vocabulary
+	MaxSeqs       int // sequences in a step
+	MaxLogitRows  int // rows sampled in a step, all sequences
+	MaxDraft      int // drafts one sequence verifies in a step
+	StepRows      int // rows in a step, all sequences
+}

@@ -1,0 +1,153 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kv"
+	"github.com/wspec/wspec/weights"
+)
+
+// Model is the pure-Go reference of the device model's batched step (runtime/model's
+// Model.Step), so the scheduler and everything above it can run without a device: each
+// sequence's new tokens go through the reference forward (a LlamaState per sequence, kept at
+// the sequence's length in the page pool, so a Truncate of the sequence drops its cache), and
+// each sampling sequence's rows are processed (logit bias, then the penalties, the drafts
+// before a row counting as generated) and verified by Verify, keyed as the device keys them.
+// Feature slots (SeqStep.Keep) are not kept: drafters that read the target's features run on
+// the device.
+type Model struct {
+	w      *weights.LlamaWeights
+	pool   *kv.PagePool
+	lim    batch.Limits
+	states map[*kv.Sequence]*LlamaState
+	// Verify is the rejection sampler (RejectionSample); tests swap in broken ones to show
+	// that their checks catch them.
+	Verify func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int
+	// Steps counts the steps run.
+	Steps int
+}
+
+// NewModel makes the reference model of w with a pool of pages of pageSize slots; its steps
+// take what lim says (MaxSeq and Vocab are w's).
+func NewModel(w *weights.LlamaWeights, pages, pageSize int, lim batch.Limits) *Model {
+	lim.MaxSeq, lim.Vocab = w.Cfg.MaxSeq, w.Cfg.Vocab
+	return &Model{w: w, pool: kv.NewPagePool(pages, pageSize), lim: lim, states: map[*kv.Sequence]*LlamaState{},
+		Verify: func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int {
+			out, _ := RejectionSample(rows, drafts, q, p, seed, seq, pos0)
+			return out
+		}}
+}
+
+func (m *Model) Pool() *kv.PagePool   { return m.pool }
+func (m *Model) Limits() batch.Limits { return m.lim }
+
+// Step checks the batch as the device does (sequences, rows, sampled rows, pages), then runs
+// each sequence's part.
+func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
+	need, rows, logits := 0, 0, 0
+	for _, st := range steps {
+		need += st.Seq.PagesNeeded(st.Seq.Len() + len(st.Tokens))
+		rows += len(st.Tokens)
+		if st.Sample {
+			logits += st.NDraft + 1
+		}
+		switch {
+		case len(st.Tokens) == 0 || st.NDraft < 0 || st.NDraft >= len(st.Tokens) || st.NDraft > m.lim.MaxDraft:
+			return nil, fmt.Errorf("%w: %d drafts among %d tokens", batch.ErrBadInput, st.NDraft, len(st.Tokens))
+		case st.Seq.Len()+len(st.Tokens) > m.lim.MaxSeq:
+			return nil, fmt.Errorf("%w: %d tokens", kv.ErrContextFull, st.Seq.Len()+len(st.Tokens))
+		}
+	}
+	switch {
+	case len(steps) == 0 || len(steps) > m.lim.MaxSeqs || rows > m.lim.StepRows || logits > m.lim.MaxLogitRows:
+		return nil, fmt.Errorf("%w: %d sequences, %d rows, %d logits rows", batch.ErrBadInput, len(steps), rows, logits)
+	case need > m.pool.Free():
+		return nil, fmt.Errorf("%w: %d pages needed, %d free", kv.ErrPoolExhausted, need, m.pool.Free())
+	}
+	m.Steps++
+	for s := range m.states { // forget released sequences
+		if s.Len() == 0 && len(s.Pages()) == 0 {
+			delete(m.states, s)
+		}
+	}
+	outs := make([]batch.StepOut, len(steps))
+	for i, st := range steps {
+		outs[i] = m.step(st)
+	}
+	return outs, nil
+}
+
+// step runs one sequence's part of a step.
+func (m *Model) step(st batch.SeqStep) batch.StepOut {
+	V := m.lim.Vocab
+	s := m.states[st.Seq]
+	if s == nil && st.Seq.Len() == 0 {
+		s = NewLlamaState(m.w)
+		m.states[st.Seq] = s
+	}
+	if s == nil || s.Len() < st.Seq.Len() {
+		panic("ref.Model: a sequence whose cache the reference did not compute")
+	}
+	s.Truncate(st.Seq.Len())
+	pos0 := st.Seq.Len()
+	if _, err := st.Seq.Reserve(pos0 + len(st.Tokens)); err != nil {
+		panic(err) // counted above
+	}
+	st.Seq.Commit(pos0 + len(st.Tokens))
+	all, _ := s.Forward(st.Tokens)
+	if !st.Sample {
+		return batch.StepOut{}
+	}
+	n, nd := len(st.Tokens), st.NDraft
+	drafts := st.Tokens[n-nd:]
+	rows := make([]float32, 0, (nd+1)*V) // the processed rows that sample
+	for j := 0; j <= nd; j++ {
+		row := process(all[(n-nd-1+j)*V:(n-nd+j)*V], st.Sampling, st.Adj, drafts[:j])
+		for _, z := range row {
+			if math.IsNaN(float64(z)) || math.IsInf(float64(z), 0) {
+				return batch.StepOut{Err: fmt.Errorf("%w: the model produced non-finite logits at position %d", batch.ErrNonFinite, pos0+n-nd-1+j)}
+			}
+		}
+		rows = append(rows, row...)
+	}
+	sm := st.Sampling
+	p := SamplingParams{Temperature: sm.Temperature, TopK: sm.TopK, TopP: sm.TopP, MinP: sm.MinP}
+	out := batch.StepOut{Tokens: m.Verify(rows, drafts, st.Q, p, sm.Seed, sm.Choice, uint32(pos0+n-nd))}
+	if sm.Logprobs {
+		for i, tok := range out.Tokens {
+			lp, ids, lps := Logprobs(rows[i*V:(i+1)*V], tok, sm.TopLogprobs)
+			tl := batch.TokenLogprob{Logprob: lp}
+			for k := range ids {
+				tl.Top = append(tl.Top, batch.TopLogprob{Token: ids[k], Logprob: lps[k]})
+			}
+			out.Logprobs = append(out.Logprobs, tl)
+		}
+	}
+	return out
+}
+
+// process applies a sequence's logit adjustments to one row, as the device does: the bias,
+// then the penalties of the tokens adj lists (with their counts among the generated and
+// whether they are in the prompt) and of the drafts before the row (generated too).
+func process(row []float32, sm batch.Sampling, adj []batch.Adj, draftsBefore []int) []float32 {
+	out := slices.Clone(row)
+	pen := Penalties{Presence: sm.PresencePenalty, Frequency: sm.FrequencyPenalty, Repetition: sm.RepetitionPenalty}
+	count := map[int]int{}
+	inPrompt := map[int]bool{}
+	for _, a := range adj {
+		t := int(a.Token)
+		out[t] += a.Bias
+		count[t] += int(a.Count) // an entry even at 0: a prompt token's repetition penalty
+		inPrompt[t] = a.Prompt != 0
+	}
+	for _, d := range draftsBefore {
+		count[d]++
+	}
+	for t := range count { // every listed token and every draft before the row, once
+		out[t] = Penalize(out[t], count[t], inPrompt[t], pen)
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/spec"
+)
+
+// Errors of the engine's contract; the concrete errors wrap them.
+var (
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("engine closed")
+	// ErrInvalid is wrapped by every *InvalidError: a request's value out of range.
+	ErrInvalid = errors.New("invalid request")
+	// ErrPromptTooLong is wrapped by *PromptTooLongError.
+	ErrPromptTooLong = errors.New("prompt longer than the context")
+)
+
+// InvalidError is a request value out of range. Param names it as the OpenAI API does
+// ("temperature", "logit_bias", ...), so a server maps it with errors.As, not by its text.
+type InvalidError struct {
+	Param string
+	Msg   string // the whole message, starting with the value
+}
+
+func (e *InvalidError) Error() string { return e.Msg }
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+func invalid(param, format string, a ...any) error {
+	return &InvalidError{Param: param, Msg: fmt.Sprintf(format, a...)}
+}
+
+// PromptTooLongError is a prompt that leaves no room in the model's context.
+type PromptTooLongError struct {
+	Tokens, Context int
+}
+
+func (e *PromptTooLongError) Error() string {
+	return fmt.Sprintf("%v: %d tokens, the context is %d", ErrPromptTooLong, e.Tokens, e.Context)
+}
+func (e *PromptTooLongError) Unwrap() error { return ErrPromptTooLong }
+
+// Sampling is how a generation's tokens are drawn (batch.Sampling): temperature and
+// truncation, the logits processors, logprobs and the random key. GenerateOptions embeds it
+// and it goes, as validated, down to the device.
+type Sampling = batch.Sampling
+
+// GenerateOptions are the settings of one generation. The zero value is greedy decoding until
+// the context is full, with the engine's speculation.
+type GenerateOptions struct {
+	MaxTokens int // new tokens at most; 0: until the context is full (OpenAI's null)
+	// Stop strings end the generation where they first appear in the text (which they are
+	// not part of), also across token boundaries. At most MaxStops, each 1..MaxStopBytes.
+	Stop []string
+
+	// Sampling: Temperature 0 is greedy (otherwise finite and > 0); TopP in (0, 1] (0 is
+	// unset: off); TopK >= 1, or 0 or -1 (vLLM's spelling) for off; MinP in [0, 1];
+	// PresencePenalty and FrequencyPenalty in [-2, 2]; RepetitionPenalty > 0 (0 unset, 1
+	// off); LogitBias up to MaxLogitBias token ids of the vocabulary, each in [-100, 100];
+	// TopLogprobs 0..MaxTopLogprobs (with Logprobs implied); Choice tells apart the
+	// generations of one prompt and seed (OpenAI's n: choice i of n).
+	Sampling
+
+	// Speculation: the engine's method drafts up to NumSpeculativeTokens per step (0: the
+	// engine's k; at most spec.MaxSpeculativeTokens), as far as drafts pay for themselves
+	// under the load of the moment, or exactly that many when FixedSpeculation; none with
+	// NoSpeculation.
+	NumSpeculativeTokens int
+	FixedSpeculation     bool
+	NoSpeculation        bool
+
+	OnText func(string) // streamed text, as complete UTF-8 (on the caller's goroutine)
+}
+
+// SmallestTopP is a nucleus below any token's probability, so it keeps the likeliest token
+// alone (ties kept): what an entry point whose users mean that by top_p 0 (the OpenAI API,
+// the CLI) passes, since the zero value of TopP is unset. (A normal float: a device may flush
+// subnormals to zero, which would turn the nucleus off.)
+const SmallestTopP = 1e-30
+
+// Limits of a request's options.
+const (
+	MaxStops       = 16  // stop strings
+	MaxStopBytes   = 256 // bytes of one stop string
+	MaxLogitBias   = 300 // logit bias entries (OpenAI's limit)
+	MaxTopLogprobs = batch.MaxTopLogprobs
+)
+
+// Validate is the one check of a generation's options: every value out of range is an
+// *InvalidError naming its parameter. It fills the defaults the values' spellings leave open
+// (TopK -1 is 0; TopLogprobs implies Logprobs). vocab is the model's vocabulary size, which
+// bounds TopK and the logit bias's token ids; 0 skips those bounds (a caller checking its
+// flags before the model loads). Engine.NewRequest calls it; nothing after it checks the
+// options again.
+func (o *GenerateOptions) Validate(vocab int) error {
+	t, p := float64(o.Temperature), float64(o.TopP)
+	switch {
+	case o.MaxTokens < 0:
+		return invalid("max_tokens", "max_tokens %d: want at least 1 (or 0, unset: until the context is full)", o.MaxTokens)
+	case math.IsNaN(t) || math.IsInf(t, 0) || t < 0:
+		return invalid("temperature", "temperature %v: want a finite value >= 0 (0 is greedy)", o.Temperature)
+	case math.IsNaN(p) || p < 0 || p > 1:
+		return invalid("top_p", "top_p %v: want a value in (0, 1]", o.TopP)
+	case o.TopK < -1 || (vocab > 0 && o.TopK > vocab):
+		return invalid("top_k", "top_k %d: want -1 or 0 (off), or 1..the vocabulary size", o.TopK)
+	case !finiteIn(o.MinP, 0, 1):
+		return invalid("min_p", "min_p %v: want a value in [0, 1]", o.MinP)
+	case !finiteIn(o.PresencePenalty, -2, 2):
+		return invalid("presence_penalty", "presence_penalty %v: want a value in [-2, 2]", o.PresencePenalty)
+	case !finiteIn(o.FrequencyPenalty, -2, 2):
+		return invalid("frequency_penalty", "frequency_penalty %v: want a value in [-2, 2]", o.FrequencyPenalty)
+	case !finiteIn(o.RepetitionPenalty, 0, 1e6) || (o.RepetitionPenalty > 0 && o.RepetitionPenalty < 1e-3):
+		return invalid("repetition_penalty", "repetition_penalty %v: want a value > 0 (1: off)", o.RepetitionPenalty)
+	case len(o.LogitBias) > MaxLogitBias:
+		return invalid("logit_bias", "logit_bias: %d entries, at most %d", len(o.LogitBias), MaxLogitBias)
+	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:
+		return invalid("top_logprobs", "top_logprobs %d: want 0..%d", o.TopLogprobs, MaxTopLogprobs)
+	case o.NumSpeculativeTokens < 0 || o.NumSpeculativeTokens > spec.MaxSpeculativeTokens:
+		return invalid("num_speculative_tokens", "num_speculative_tokens %d: want 1..%d (0: the engine's)", o.NumSpeculativeTokens, spec.MaxSpeculativeTokens)
+	case o.FixedSpeculation && o.NoSpeculation:
+		return invalid("num_speculative_tokens", "fixed speculation with speculation off (num_speculative_tokens 0): nothing to fix")
+	case len(o.Stop) > MaxStops:
+		return invalid("stop", "stop: %d strings, at most %d", len(o.Stop), MaxStops)
+	}
+	for tok, b := range o.LogitBias {
+		switch {
+		case tok < 0 || (vocab > 0 && tok >= vocab):
+			return invalid("logit_bias", "logit_bias: token %d is not a token id of the vocabulary (0..%d)", tok, vocab-1)
+		case !finiteIn(b, -100, 100):
+			return invalid("logit_bias", "logit_bias: %v for token %d, want a value in [-100, 100]", b, tok)
+		}
+	}
+	for _, s := range o.Stop {
+		if s == "" || len(s) > MaxStopBytes || !utf8.ValidString(s) {
+			return invalid("stop", "stop: each string must be valid UTF-8 of 1..%d bytes, got %q", MaxStopBytes, s)
+		}
+	}
+	o.TopK = max(o.TopK, 0)
+	o.Logprobs = o.Logprobs || o.TopLogprobs > 0
+	return nil
+}
+
+// finiteIn reports whether v is a finite value in [lo, hi].
+func finiteIn(v float32, lo, hi float64) bool {
+	f := float64(v)
+	return !math.IsNaN(f) && f >= lo && f <= hi
+}
+
+// Prompt is what a generation continues: text, which the engine tokenizes (adding the
+// tokenizer's BOS), or token ids, taken as they are. Exactly one of them.
+type Prompt struct {
+	Text   string
+	Tokens []int
+}
+
+// Request is a validated generation: its prompt's token ids and its options, checked once by
+// NewRequest. Run it (several times with different choices, for OpenAI's n).
+type Request struct {
+	Prompt []int
+	opts   GenerateOptions
+	k      int // draft tokens per step at most (0: none)
+	maxNew int
+}
+
+// NewRequest tokenizes p (once) and validates o for this engine's model: every error wraps
+// ErrInvalid (as an *InvalidError) or ErrPromptTooLong (as a *PromptTooLongError).
+func (e *Engine) NewRequest(p Prompt, o GenerateOptions) (*Request, error) {
+	if err := o.Validate(e.cfg.Vocab); err != nil {
+		return nil, err
+	}
+	k := 0
+	switch {
+	case o.NoSpeculation:
+	case e.method == nil && (o.NumSpeculativeTokens > 0 || o.FixedSpeculation):
+		return nil, invalid("num_speculative_tokens", "num_speculative_tokens %d (fixed %v): the engine was loaded without a speculative method", o.NumSpeculativeTokens, o.FixedSpeculation)
+	case e.method != nil:
+		k = e.k
+		if o.NumSpeculativeTokens > 0 {
+			k = min(k, o.NumSpeculativeTokens)
+		}
+	}
+	var ids []int
+	switch {
+	case p.Text != "" && p.Tokens != nil:
+		return nil, invalid("prompt", "a prompt of text and token ids: give one of them")
+	case p.Tokens != nil:
+		for _, t := range p.Tokens {
+			if t < 0 || t >= e.cfg.Vocab {
+				return nil, invalid("prompt", "prompt: token id %d outside the vocabulary (0..%d)", t, e.cfg.Vocab-1)
+			}
+		}
+		ids = p.Tokens
+	default:
+		if !utf8.ValidString(p.Text) {
+			return nil, invalid("prompt", "prompt: not valid UTF-8")
+		}
+		ids = e.tok.Encode(p.Text, e.tok.AddBOS())
+	}
+	switch {
+	case len(ids) == 0:
+		return nil, invalid("prompt", "prompt: empty (and the tokenizer adds no BOS)")
+	case len(ids) >= e.cfg.MaxSeq:
+		return nil, &PromptTooLongError{Tokens: len(ids), Context: e.cfg.MaxSeq}
+	}
+	maxNew := e.cfg.MaxSeq // unset: the scheduler stops at the end of the context
+	if o.MaxTokens > 0 {
+		maxNew = o.MaxTokens
+	}
+	return &Request{Prompt: ids, opts: o, k: k, maxNew: maxNew}, nil
+}
+
+// MaxTokens is the request's max_tokens (0: unset).
+func (r *Request) MaxTokens() int { return r.opts.MaxTokens }
+
+// WithChoice is a copy of r for choice i of its prompt (a key of the sampler's random
+// numbers: choices differ, each reproducible) streaming its text to onText.
+func (r *Request) WithChoice(i int, onText func(string)) *Request {
+	c := *r
+	c.opts.Choice, c.opts.OnText = uint32(i), onText
+	return &c
+}
