@@ -1,5 +1,7 @@
-// Package runtime runs wspec's WGSL kernels on a WebGPU device: device choice, the pipeline
-// cache, buffers, the recorded kernel programs, the paged KV cache and the model forward pass.
+// Package runtime runs wspec's WGSL kernels on a WebGPU device: adapter choice, the pipeline
+// cache, buffers and weight matrices, and recorded programs (a step's dispatches in one
+// submit). The model on the device is runtime/model; the KV page pool's bookkeeping is
+// runtime/kv, a step's contract runtime/batch, the pure-Go references runtime/ref.
 package runtime
 
 import (

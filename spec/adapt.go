@@ -152,6 +152,13 @@ func (c *CostModel) Costs() (fixed, perRow, draftCall, perDraft time.Duration) {
 	return sec(c.fixed), sec(c.perRow), sec(c.draftCall), sec(c.perDraft)
 }
 
+// DraftRoom is the most drafts a sequence's next step can verify: a step emits its drafts and
+// one token more, so the output (generated of at most maxNew tokens) and the context (ctxLen
+// of maxSeq) must have room for them all.
+func DraftRoom(maxNew, generated, maxSeq, ctxLen int) int {
+	return max(0, min(maxNew-generated-1, maxSeq-ctxLen-1))
+}
+
 // PlanSeq is one sequence of a step being planned.
 type PlanSeq struct {
 	Acc  *Acceptance // nil: no drafter

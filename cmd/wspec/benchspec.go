@@ -190,7 +190,7 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 					return out, fmt.Errorf("%s k=%d: greedy output differs from plain decoding on %q", name, k, p)
 				}
 				a := &accs[i]
-				addMetrics(&a.m, res.Metrics)
+				a.m.Add(res.Metrics)
 				a.tokens += len(res.Tokens)
 				sp, pl := decodeRate(res), decodeRate(plain)
 				if sp > 0 && pl > 0 {
@@ -228,24 +228,6 @@ func decodeRate(r *engine.Result) float64 {
 		return 0
 	}
 	return float64(len(r.Tokens)-1) / r.Decode.Seconds()
-}
-
-func addMetrics(to *spec.Metrics, m spec.Metrics) {
-	to.Steps += m.Steps
-	to.Drafts += m.Drafts
-	to.DraftTokens += m.DraftTokens
-	to.AcceptedTokens += m.AcceptedTokens
-	to.EmittedTokens += m.EmittedTokens
-	to.DraftTime += m.DraftTime
-	to.StepTime += m.StepTime
-	for i, n := range m.AcceptedPerPosition {
-		for len(to.AcceptedPerPosition) <= i {
-			to.AcceptedPerPosition = append(to.AcceptedPerPosition, 0)
-			to.DraftedPerPosition = append(to.DraftedPerPosition, 0)
-		}
-		to.AcceptedPerPosition[i] += n
-		to.DraftedPerPosition[i] += m.DraftedPerPosition[i]
-	}
 }
 
 func median(v []float64) float64 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/cmd/wspec/internal/plot"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/distill"
 )
@@ -147,7 +148,26 @@ func runDistillTrain(args []string) error {
 		*curve = filepath.Join(filepath.Dir(filepath.Clean(*out)), *drafter+"-loss.svg")
 	}
 	title := fmt.Sprintf("%s for %s: loss per step (batch %d positions)", *drafter, t.ID.Name, *batch)
-	return distill.WriteSVG(*curve, title, "step", "loss", distill.CurveSeries(points))
+	return plot.Write(*curve, title, []plot.Panel{{XLabel: "step", YLabel: "loss", Series: curveSeries(points)}}, "")
+}
+
+// curveSeries turns a loss curve into plot lines: the training loss (smoothed over a window
+// of about 1% of the steps) and the validation loss.
+func curveSeries(curve []distill.Point) []plot.Series {
+	tr, va := plot.Series{Name: "train (smoothed)"}, plot.Series{Name: "validation"}
+	win := max(1, len(curve)/100)
+	var sum float64
+	for i, p := range curve {
+		sum += p.Loss
+		if i >= win {
+			sum -= curve[i-win].Loss
+		}
+		tr.X, tr.Y = append(tr.X, float64(p.Step+1)), append(tr.Y, sum/float64(min(i+1, win)))
+		if !math.IsNaN(p.Val) {
+			va.X, va.Y = append(va.X, float64(p.Step+1)), append(va.Y, p.Val)
+		}
+	}
+	return []plot.Series{tr, va}
 }
 
 func runDistillEval(args []string) error {
@@ -223,7 +243,7 @@ func runDistillEval(args []string) error {
 		fmt.Printf("%3s  %10s  %6s  %s\n", "k", "accept.len", "rate", "acceptance per position")
 		for k := 1; k <= *kmax; k++ {
 			a := distill.Simulate(d.d, refs, k, *maxNew, t.W.Cfg.MaxSeq, t.W.Cfg.EOS)
-			x := row{K: k, MeanLength: a.MeanLength(), Rate: float64(a.Accepted) / float64(max(a.DraftTokens, 1)), PerPosition: a.PerPosition(), Steps: a.Steps}
+			x := row{K: k, MeanLength: a.MeanAcceptanceLength(), Rate: a.AcceptanceRate(), PerPosition: a.AcceptanceAt(), Steps: a.Steps}
 			r.Results = append(r.Results, x)
 			pp := make([]string, len(x.PerPosition))
 			for i, v := range x.PerPosition {

@@ -138,8 +138,8 @@ func printStats(r *engine.Result) {
 	}
 	m := r.Metrics
 	if m.DraftTokens > 0 {
-		fmt.Fprintf(os.Stderr, "speculation: %d drafts, %d draft tokens, %d accepted (%.1f%%), mean acceptance length %.2f, accepted per position %v\n",
-			m.Drafts, m.DraftTokens, m.AcceptedTokens, 100*m.AcceptanceRate(), m.MeanAcceptanceLength(), m.AcceptedPerPosition)
+		fmt.Fprintf(os.Stderr, "speculation: %d of %d steps drafted (%.0f%%), %d draft tokens, %d accepted (%.1f%%), mean acceptance length %.2f (vLLM's: 1 + accepted / drafts), accepted per position %v\n",
+			m.Drafts, m.Steps, 100*m.DraftingShare(), m.DraftTokens, m.AcceptedTokens, 100*m.AcceptanceRate(), m.MeanAcceptanceLength(), m.AcceptedPerPosition)
 	}
 }
 

@@ -1,3 +1,9 @@
+// Package model is a Llama-family decoder on the WebGPU device: its weights and paged KV
+// cache, the recorded programs of a step (decode, verify, prefill), Step (one forward pass
+// over the rows of several sequences and the device's sampler, in one submit), the feature
+// slots drafters read, and the device-side drafter heads (EAGLE, EAGLE-3, Medusa) and the
+// draft model's chained decoding. It runs what the scheduler (spec/sched) plans; runtime/ref
+// is its pure-Go reference.
 package model
 
 import (

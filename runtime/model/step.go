@@ -245,13 +245,13 @@ func (m *Model) parseOut(raw []byte, st batch.SeqStep, pos0 int) batch.StepOut {
 		return batch.StepOut{Err: fmt.Errorf("%w: the model produced %s logits at position %d", batch.ErrNonFinite, kind, pos)}
 	}
 	if n > st.NDraft+1 {
-		return batch.StepOut{Err: fmt.Errorf("runtime: sampler emitted %d tokens for %d drafts", n, st.NDraft)}
+		return batch.StepOut{Err: fmt.Errorf("model: sampler emitted %d tokens for %d drafts", n, st.NDraft)}
 	}
 	out := make([]int, n)
 	for i := range out {
 		out[i] = int(word(i + 1))
 		if out[i] >= m.Cfg.Vocab {
-			return batch.StepOut{Err: fmt.Errorf("runtime: sampler emitted token id %d outside the vocabulary of %d", out[i], m.Cfg.Vocab)}
+			return batch.StepOut{Err: fmt.Errorf("model: sampler emitted token id %d outside the vocabulary of %d", out[i], m.Cfg.Vocab)}
 		}
 	}
 	return batch.StepOut{Tokens: out}

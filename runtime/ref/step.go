@@ -12,17 +12,17 @@ import (
 
 // Model is the pure-Go reference of the device model's batched step (runtime/model's
 // Model.Step), so the scheduler and everything above it can run without a device: each
-// sequence's new tokens go through the reference forward (a LlamaState per sequence, kept at
-// the sequence's length in the page pool, so a Truncate of the sequence drops its cache), and
-// each sampling sequence's rows are processed (logit bias, then the penalties, the drafts
-// before a row counting as generated) and verified by Verify, keyed as the device keys them.
-// Feature slots (SeqStep.Keep) are not kept: drafters that read the target's features run on
-// the device.
+// sequence's new tokens go through a forward pass of its own (a SeqState, kept at the
+// sequence's length in the page pool, so a Truncate of the sequence drops its cache), each
+// sampling sequence's rows are processed (logit bias, then the penalties, the drafts before a
+// row counting as generated) and verified by Verify, keyed as the device keys them, and the
+// feature rows of a sequence whose step names a slot are kept in it, as the device keeps them.
 type Model struct {
-	w      *weights.LlamaWeights
 	pool   *kv.PagePool
 	lim    batch.Limits
-	states map[*kv.Sequence]*LlamaState
+	opts   ModelOptions
+	states map[*kv.Sequence]SeqState
+	slots  []modelSlot
 	// Verify is the rejection sampler (RejectionSample); tests swap in broken ones to show
 	// that their checks catch them.
 	Verify func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int
@@ -30,11 +30,44 @@ type Model struct {
 	Steps int
 }
 
+// SeqState is one sequence's forward pass: its cache and the model that extends it.
+type SeqState interface {
+	Len() int
+	Truncate(n int)
+	// Forward appends tokens [M] and returns their logits [M, vocab] and feature rows
+	// [M, width] (see ModelOptions.AuxLayers; nil when the model keeps no features).
+	Forward(tokens []int) (logits, features []float32)
+}
+
+// ModelOptions are a reference model's features and forward pass.
+type ModelOptions struct {
+	// AuxLayers are the layers whose entering residual streams are the features, side by
+	// side; without them the feature is the residual after the last layer (model.Options).
+	AuxLayers []int
+	// FeatureSlots is the number of feature slots (0: none).
+	FeatureSlots int
+	// NewState starts a sequence's forward pass (default: a LlamaState of the weights).
+	NewState func() SeqState
+}
+
+type modelSlot struct {
+	used     bool
+	pos0, n  int
+	features []float32
+}
+
 // NewModel makes the reference model of w with a pool of pages of pageSize slots; its steps
 // take what lim says (MaxSeq and Vocab are w's).
 func NewModel(w *weights.LlamaWeights, pages, pageSize int, lim batch.Limits) *Model {
-	lim.MaxSeq, lim.Vocab = w.Cfg.MaxSeq, w.Cfg.Vocab
-	return &Model{w: w, pool: kv.NewPagePool(pages, pageSize), lim: lim, states: map[*kv.Sequence]*LlamaState{},
+	return NewModelWith(w.Cfg, pages, pageSize, lim, ModelOptions{NewState: func() SeqState { return &llamaSeq{NewLlamaState(w), nil, w} }})
+}
+
+// NewModelWith is NewModel with features and a forward pass of the caller's (for a model of
+// configuration cfg).
+func NewModelWith(cfg weights.Config, pages, pageSize int, lim batch.Limits, o ModelOptions) *Model {
+	lim.MaxSeq, lim.Vocab = cfg.MaxSeq, cfg.Vocab
+	return &Model{pool: kv.NewPagePool(pages, pageSize), lim: lim, opts: o, states: map[*kv.Sequence]SeqState{},
+		slots: make([]modelSlot, o.FeatureSlots),
 		Verify: func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int {
 			out, _ := RejectionSample(rows, drafts, q, p, seed, seq, pos0)
 			return out
@@ -85,7 +118,7 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 	V := m.lim.Vocab
 	s := m.states[st.Seq]
 	if s == nil && st.Seq.Len() == 0 {
-		s = NewLlamaState(m.w)
+		s = m.opts.NewState()
 		m.states[st.Seq] = s
 	}
 	if s == nil || s.Len() < st.Seq.Len() {
@@ -97,7 +130,10 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 		panic(err) // counted above
 	}
 	st.Seq.Commit(pos0 + len(st.Tokens))
-	all, _ := s.Forward(st.Tokens)
+	all, feats := s.Forward(st.Tokens)
+	if st.Keep > 0 {
+		m.slots[st.Keep-1].pos0, m.slots[st.Keep-1].n, m.slots[st.Keep-1].features = pos0, len(st.Tokens), feats
+	}
 	if !st.Sample {
 		return batch.StepOut{}
 	}
@@ -150,4 +186,57 @@ func process(row []float32, sm batch.Sampling, adj []batch.Adj, draftsBefore []i
 		out[t] = Penalize(out[t], count[t], inPrompt[t], pen)
 	}
 	return out
+}
+
+// llamaSeq is the default SeqState: a LlamaState whose features are the hidden states aux
+// asks for.
+type llamaSeq struct {
+	*LlamaState
+	aux []int
+	w   *weights.LlamaWeights
+}
+
+func (s *llamaSeq) Forward(tokens []int) ([]float32, []float32) {
+	logits, hidden := s.LlamaState.Forward(tokens)
+	c := s.w.Cfg
+	if len(s.aux) == 0 {
+		return logits, hidden[c.NLayers-1]
+	}
+	M := len(tokens)
+	feats := make([]float32, M*len(s.aux)*c.Dim)
+	emb := Embed(s.w.Embed, tokens, c.Dim)
+	for j, l := range s.aux {
+		src := emb
+		if l > 0 {
+			src = hidden[l-1]
+		}
+		for r := range M {
+			copy(feats[(r*len(s.aux)+j)*c.Dim:(r*len(s.aux)+j+1)*c.Dim], src[r*c.Dim:(r+1)*c.Dim])
+		}
+	}
+	return logits, feats
+}
+
+// NewSlot takes a free feature slot.
+func (m *Model) NewSlot() (batch.Slot, error) {
+	for i := range m.slots {
+		if !m.slots[i].used {
+			m.slots[i] = modelSlot{used: true}
+			return batch.Slot(i + 1), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: all %d feature slots in use", batch.ErrBadInput, len(m.slots))
+}
+
+// ReleaseSlot frees a slot (0 or twice: harmless).
+func (m *Model) ReleaseSlot(s batch.Slot) {
+	if s > 0 && int(s) <= len(m.slots) {
+		m.slots[s-1] = modelSlot{}
+	}
+}
+
+// Slot returns what slot s holds: the feature rows [n, width] of positions pos0 .. pos0+n.
+func (m *Model) Slot(s batch.Slot) (pos0, n int, features []float32) {
+	st := m.slots[s-1]
+	return st.pos0, st.n, st.features
 }

@@ -67,7 +67,7 @@ func checkShipped(t *testing.T, tg *Target, mode, dir string) {
 	}
 	for _, k := range []int{1, 4, 8} {
 		for i, p := range prompts {
-			got, _ := SpecDecode(tg.M, d, p, k, 40, aux)
+			got, _ := replay(t, tg.M, func() SimDrafter { return d }, p, k, 40, aux)
 			want := refs[i].Tokens[refs[i].Prompt:]
 			if n := len(want); n > 0 && slices.Contains(tg.W.Cfg.EOS, want[n-1]) {
 				want = want[:n-1]

@@ -3,13 +3,16 @@ package distill
 import (
 	"fmt"
 	"slices"
+
+	"github.com/wspec/wspec/spec"
 )
 
-// The acceptance of a drafter, measured on the CPU by simulating greedy chain speculative
-// decoding as spec.Decode runs it. At temperature 0 the target's output does not depend on
+// The acceptance of a drafter, measured on the CPU by replaying greedy chain speculative
+// decoding as the scheduler runs it. At temperature 0 the target's output does not depend on
 // the drafts, so the target runs once per prompt (Reference) and every drafter and k is
-// simulated against that output, drafting from exactly the features the target computes
-// for the positions it verified.
+// replayed against that output, drafting from exactly the features the target computes for
+// the positions it verified; the counts are spec.Metrics, the scheduler's own (replay_test
+// checks them against real speculative decoding through the scheduler).
 
 // EvalSeq is the target's greedy output for one prompt, with its features at every position.
 type EvalSeq struct {
@@ -76,9 +79,10 @@ func Reference(t *Llama, prompts [][]int, maxNew int, aux []int) ([]*EvalSeq, er
 	return seqs, nil
 }
 
-// SimDrafter is a drafter as spec.Decode drives it, on a reference sequence: Propose sees
-// ctx (a prefix of seq.Tokens) and may read the target's features of positions up to
-// len(ctx)-2, which the target computed in its last verify step; Accept follows each step.
+// SimDrafter is a drafter on the CPU, on a reference sequence: Propose sees ctx (a prefix of
+// seq.Tokens) and may read the target's features of positions up to len(ctx)-2, which the
+// target computed in its last verify step; Accept follows each step. SimMethod runs it
+// through the scheduler.
 type SimDrafter interface {
 	Name() string
 	Begin(seq *EvalSeq)
@@ -86,48 +90,12 @@ type SimDrafter interface {
 	Accept(ctx []int)
 }
 
-// Acceptance is what a simulated decode measured, as spec.Metrics counts it.
-type Acceptance struct {
-	K                   int
-	Steps               int   // verify steps after the prefill
-	Emitted             int   // tokens they produced (accepted drafts + 1 each)
-	DraftTokens         int   // drafts proposed
-	Accepted            int   // drafts accepted
-	AcceptedPerPosition []int // index i: steps whose draft i was accepted
-	DraftedPerPosition  []int // index i: steps that had a draft i
-}
-
-// step counts one verify step of n drafts of which the first acc were accepted.
-func (a *Acceptance) step(n, acc int) {
-	a.Steps++
-	a.Emitted += acc + 1
-	a.DraftTokens += n
-	a.Accepted += acc
-	for i := range n {
-		a.DraftedPerPosition[i]++
-		if i < acc {
-			a.AcceptedPerPosition[i]++
-		}
-	}
-}
-
-// MeanLength is the mean acceptance length: tokens per verify step, counting the bonus token.
-func (a Acceptance) MeanLength() float64 { return float64(a.Emitted) / float64(max(a.Steps, 1)) }
-
-// PerPosition is the fraction of steps with a draft at position i that accepted it.
-func (a Acceptance) PerPosition() []float64 {
-	out := make([]float64, len(a.AcceptedPerPosition))
-	for i := range out {
-		out[i] = float64(a.AcceptedPerPosition[i]) / float64(max(a.DraftedPerPosition[i], 1))
-	}
-	return out
-}
-
-// Simulate decodes every reference sequence with drafter d proposing k tokens per step,
-// greedily, for at most maxNew new tokens, and counts the acceptance. stop is the target's
+// Simulate replays every reference sequence with drafter d proposing k tokens per step (fewer
+// where the output or the context has no room, as the scheduler plans), greedily, for at
+// most maxNew new tokens, and counts the acceptance. stop is the target's
 // stop tokens, maxSeq its context.
-func Simulate(d SimDrafter, seqs []*EvalSeq, k, maxNew, maxSeq int, stop []int) Acceptance {
-	a := Acceptance{K: k, AcceptedPerPosition: make([]int, k), DraftedPerPosition: make([]int, k)}
+func Simulate(d SimDrafter, seqs []*EvalSeq, k, maxNew, maxSeq int, stop []int) spec.Metrics {
+	var a spec.Metrics
 	for _, seq := range seqs {
 		ref := seq.Tokens
 		P := seq.Prompt
@@ -155,7 +123,7 @@ func Simulate(d SimDrafter, seqs []*EvalSeq, k, maxNew, maxSeq int, stop []int) 
 		}
 		for len(ctx) < maxSeq {
 			var drafts []int
-			if kk := min(k, maxNew-out-1, maxSeq-len(ctx)-1); kk > 0 {
+			if kk := min(k, spec.DraftRoom(maxNew, out, maxSeq, len(ctx))); kk > 0 {
 				drafts = d.Propose(ctx, kk)
 			}
 			acc := 0
@@ -168,7 +136,7 @@ func Simulate(d SimDrafter, seqs []*EvalSeq, k, maxNew, maxSeq int, stop []int) 
 				acc = len(ref) - n
 			}
 			got := ref[n:min(n+acc+1, len(ref))]
-			a.step(len(drafts), acc)
+			a.Count(len(drafts), acc)
 			ctx = append(ctx, got...)
 			d.Accept(ctx)
 			if push(got) || end {

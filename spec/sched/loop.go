@@ -233,8 +233,8 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 	ks := make([]int, len(decoding))
 	plans := make([]spec.PlanSeq, len(decoding))
 	for i, j := range decoding {
-		room := min(j.req.MaxNew-len(j.res.Tokens)-1, s.lim.MaxSeq-len(j.ctx)-1, s.lim.MaxDraft)
-		plans[i] = spec.PlanSeq{MaxK: max(0, min(j.req.K, room))}
+		room := min(spec.DraftRoom(j.req.MaxNew, len(j.res.Tokens), s.lim.MaxSeq, len(j.ctx)), s.lim.MaxDraft)
+		plans[i] = spec.PlanSeq{MaxK: min(j.req.K, room)}
 		if j.seq.drafter != nil && !j.req.FixedK {
 			plans[i].Acc = &j.seq.acc
 		}
