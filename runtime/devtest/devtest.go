@@ -5,10 +5,12 @@ package devtest
 
 import (
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/weights/home"
 )
 
 var (
@@ -29,4 +31,26 @@ func Device(t testing.TB) *runtime.Device {
 		shared = d
 	}
 	return shared
+}
+
+// SetHome points the wspec home ($WSPEC_HOME, see weights/home) at the repository's .wspec,
+// where ./setup.sh installs the default model, unless it is set already: tests run in their
+// package's folder, and the engine looks for the default model (and writes the shipped
+// drafters) in the home folders, not above the working folder. For a TestMain.
+func SetHome() {
+	if os.Getenv(home.Env) != "" {
+		return
+	}
+	dir, err := os.Getwd()
+	for err == nil {
+		if _, e := os.Stat(filepath.Join(dir, "go.mod")); e == nil {
+			os.Setenv(home.Env, filepath.Join(dir, ".wspec"))
+			return
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return
+		}
+		dir = parent
+	}
 }

@@ -88,8 +88,8 @@ func ropeCases() []testCase {
 			for _, h := range ropeHeads {
 				for _, hd := range []int{2, 8, 48, 64} {
 					for m := 1; m <= 5; m++ {
-						out = append(out, testCase{"rope_kv", variant, fmt.Sprintf("heads=%d/%d hd=%d m=%d", h[0], h[1], hd, m), wgsl.F32,
-							func(c *checker) { ropeRun(c, l3, batch, h[0], h[1], hd, m) }})
+						out = append(out, newCase("rope_kv", variant, fmt.Sprintf("heads=%d/%d hd=%d m=%d", h[0], h[1], hd, m), wgsl.F32,
+							func(c *checker) { ropeRun(c, l3, batch, h[0], h[1], hd, m) }))
 					}
 				}
 			}
@@ -191,8 +191,8 @@ func attentionCases() []testCase {
 		if batch {
 			variant += "+BATCH"
 		}
-		out = append(out, testCase{kernel, variant, size, wgsl.F32,
-			func(c *checker) { attentionRun(c, kernel, nH, nKV, hd, rows, batch, seqs) }})
+		out = append(out, newCase(kernel, variant, size, wgsl.F32,
+			func(c *checker) { attentionRun(c, kernel, nH, nKV, hd, rows, batch, seqs) }))
 	}
 	for _, kernel := range []string{"attention", "attention_wg"} {
 		for _, h := range attnHeads {

@@ -74,8 +74,12 @@ func embedCases() []testCase {
 					vocab = modelVocab
 				}
 				for m := 1; m <= 5; m++ {
-					out = append(out, testCase{"embed", variant, fmt.Sprintf("dim=%d vocab=%d m=%d", dim, vocab, m), wt,
-						func(c *checker) { embedRun(c, wt, split, dim, vocab, m) }})
+					tc := newCase("embed", variant, fmt.Sprintf("dim=%d vocab=%d m=%d", dim, vocab, m), wt,
+						func(c *checker) { embedRun(c, wt, split, dim, vocab, m) })
+					if m%2 == 0 { // the quick tier: 1, 3 and 5 rows
+						tc = fullOnly(tc)
+					}
+					out = append(out, tc)
 				}
 			}
 		}
@@ -138,8 +142,8 @@ func rmsnormCases() []testCase {
 			}
 			for _, n := range []int{1, 7, 33, 4097, modelDim} {
 				for m := 1; m <= 3; m++ {
-					out = append(out, testCase{"rmsnorm", variant, fmt.Sprintf("n=%d m=%d", n, m), wt,
-						func(c *checker) { rmsnormRun(c, wt, cols, n, m) }})
+					out = append(out, newCase("rmsnorm", variant, fmt.Sprintf("n=%d m=%d", n, m), wt,
+						func(c *checker) { rmsnormRun(c, wt, cols, n, m) }))
 				}
 			}
 		}
@@ -239,7 +243,11 @@ func matmulCases() []testCase {
 							if mb.sgMin > 0 && kernel == "matmul_wg" {
 								continue
 							}
-							out = append(out, linCase(kernel, wt, f, mb.b, mb.sgMin, m, s[0], s[1]))
+							tc := linCase(kernel, wt, f, mb.b, mb.sgMin, m, s[0], s[1])
+							if !quickMat(f, mb.b, s) {
+								tc = fullOnly(tc)
+							}
+							out = append(out, tc)
 						}
 					}
 				}
@@ -247,6 +255,18 @@ func matmulCases() []testCase {
 		}
 	}
 	return out
+}
+
+// quickMat says whether a matmul case is in the quick tier: every fusion on the decode
+// block (one row per invocation), the other blocks with no fusion and with the two that
+// change the most (a gathered, normed LM head; SwiGLU into an accumulation), every awkward
+// shape, and of the model-sized ones the FFN's. Each block x fusion x weight type is a
+// pipeline to compile: the quick tier compiles half of the full one's.
+func quickMat(f fusion, b blockShape, shape [2]int) bool {
+	if shape[0] == modelVocab {
+		return b.rows == 1 && f.name == "NORM+GATHER"
+	}
+	return b.rows == 1 || f.name == "" || f.name == "NORM+GATHER" || f.name == "SWIGLU+ACCUM"
 }
 
 func linCase(kernel string, wt wgsl.WeightType, f fusion, b blockShape, sgMax uint32, m, n, k int) testCase {
@@ -257,7 +277,7 @@ func linCase(kernel string, wt wgsl.WeightType, f fusion, b blockShape, sgMax ui
 	if f.gather {
 		size += fmt.Sprintf(" gather=%d", m/2+1)
 	}
-	return testCase{kernel, variantName(wt, f), size, wt, func(c *checker) {
+	return newCase(kernel, variantName(wt, f), size, wt, func(c *checker) {
 		if kernel == "matmul" && !c.d.UseSubgroups() {
 			c.skip("the adapter has no subgroups (matmul_wg covers it)")
 			return
@@ -267,7 +287,7 @@ func linCase(kernel string, wt wgsl.WeightType, f fusion, b blockShape, sgMax ui
 			return
 		}
 		linRun(c, kernel, wt, f, b, m, n, k)
-	}}
+	})
 }
 
 func variantName(wt wgsl.WeightType, f fusion) string {

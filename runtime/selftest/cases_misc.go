@@ -17,8 +17,8 @@ func copyRowsCases() []testCase {
 	var out []testCase
 	for _, width := range []int{1, 7, 33, 4097, modelDim} {
 		for m := 1; m <= 3; m++ {
-			out = append(out, testCase{"copy_rows", "f32", fmt.Sprintf("width=%d m=%d", width, m), wgsl.F32,
-				func(c *checker) { copyRowsRun(c, width, m) }})
+			out = append(out, newCase("copy_rows", "f32", fmt.Sprintf("width=%d m=%d", width, m), wgsl.F32,
+				func(c *checker) { copyRowsRun(c, width, m) }))
 		}
 	}
 	return out
@@ -55,8 +55,8 @@ func argmaxCases() []testCase {
 		}
 		for _, cols := range []int{1, 7, 33, 4097, modelVocab} {
 			for rows := 1; rows <= 3; rows++ {
-				out = append(out, testCase{"argmax_rows", variant, fmt.Sprintf("cols=%d rows=%d", cols, rows), wgsl.F32,
-					func(c *checker) { argmaxRun(c, mapped, cols, rows) }})
+				out = append(out, newCase("argmax_rows", variant, fmt.Sprintf("cols=%d rows=%d", cols, rows), wgsl.F32,
+					func(c *checker) { argmaxRun(c, mapped, cols, rows) }))
 			}
 		}
 	}
@@ -105,8 +105,8 @@ func chainCases() []testCase {
 	var out []testCase
 	for _, caps := range [][]int{{4}, {1, 4, 2}, {3, 6, 6, 1, 5}} {
 		for _, steps := range []int{1, 3, 6} {
-			out = append(out, testCase{"chain_next", "f32", fmt.Sprintf("seqs=%d steps=%d caps=%v", len(caps), steps, caps), wgsl.F32,
-				func(c *checker) { chainRun(c, steps, caps) }})
+			out = append(out, newCase("chain_next", "f32", fmt.Sprintf("seqs=%d steps=%d caps=%v", len(caps), steps, caps), wgsl.F32,
+				func(c *checker) { chainRun(c, steps, caps) }))
 		}
 	}
 	return out

@@ -15,7 +15,7 @@ import (
 func processCases() []testCase {
 	var out []testCase
 	add := func(variant, size string, run func(c *checker)) {
-		out = append(out, testCase{"sample", variant, size, wgsl.F32, run})
+		out = append(out, newCase("sample", variant, size, wgsl.F32, run))
 	}
 	pens := []ref.Penalties{{}, {Presence: 0.5, Frequency: 0.3, Repetition: 1.3}, {Repetition: 0.8}, {Presence: -1, Frequency: 2}}
 	modes := []ref.SamplingParams{{}, {Temperature: 0.8, TopK: 40, TopP: 0.9, MinP: 0.05}}

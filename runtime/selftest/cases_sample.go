@@ -14,7 +14,7 @@ import (
 func sampleCases() []testCase {
 	var out []testCase
 	add := func(variant, size string, run func(c *checker)) {
-		out = append(out, testCase{"sample", variant, size, wgsl.F32, run})
+		out = append(out, newCase("sample", variant, size, wgsl.F32, run))
 	}
 	for _, V := range []int{1, 7, 33, 4097, modelVocab} {
 		add("greedy", fmt.Sprintf("V=%d", V), func(c *checker) { greedyRun(c, V) })

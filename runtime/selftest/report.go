@@ -22,6 +22,8 @@ type Report struct {
 	GoOS      string             `json:"goos"`
 	GoArch    string             `json:"goarch"`
 	Filter    string             `json:"filter,omitempty"`
+	Full      bool               `json:"full"`        // the full tier (else the quick one)
+	Complete  bool               `json:"complete"`    // every chosen case ran (not interrupted)
 	Cases     int                `json:"cases"`
 	Kernels   int                `json:"kernels"`
 	Failed    int                `json:"failed"`
@@ -32,12 +34,22 @@ type Report struct {
 }
 
 // NewReport runs the suite on d (see Run) and wraps the results with the adapter's description.
-func NewReport(d *runtime.Device, filter string, log func(string)) Report {
+func NewReport(d *runtime.Device, o Options) Report {
 	t0 := time.Now()
-	res := Run(d, filter, log)
+	res := Run(d, o)
 	rep := Summarize(d.Adapter.Info, res)
-	rep.Date, rep.Elapsed, rep.Filter = t0.UTC(), time.Since(t0), filter
+	rep.Date, rep.Elapsed, rep.Filter, rep.Full = t0.UTC(), time.Since(t0), o.Filter, o.Full
+	rep.Complete = o.Ctx == nil || o.Ctx.Err() == nil
 	return rep
+}
+
+// KernelLine is one kernel's row of Table, for printing as soon as the kernel is done.
+func KernelLine(results []Result) string {
+	sum, order := summarizeKernels(results)
+	if len(order) == 0 {
+		return ""
+	}
+	return order[0] + "\t" + strings.Join(summaryCells(sum[order[0]]), "\t")
 }
 
 // Summarize builds a Report from results already run on the adapter described by info.
@@ -98,6 +110,23 @@ func summarizeKernels(res []Result) (map[string]*kernelSummary, []string) {
 	return sum, order
 }
 
+// summaryCells are a kernel's cells of a table row: cases passed, max errors, lowest
+// sampling agreement, time.
+func summaryCells(s *kernelSummary) []string {
+	status := fmt.Sprintf("%d/%d", s.cases-s.failed, s.cases)
+	if s.failed > 0 {
+		status += " FAIL"
+	}
+	if s.skipped > 0 {
+		status += fmt.Sprintf(" (%d skipped)", s.skipped)
+	}
+	agree := "-"
+	if s.minAgree <= 1 {
+		agree = fmt.Sprintf("%.2f", s.minAgree)
+	}
+	return []string{status, fmtErr(s.maxAbs), fmtErr(s.maxRel), agree, s.elapsed.Round(time.Millisecond).String()}
+}
+
 func fmtErr(v float64) string {
 	if v >= math.MaxFloat64 {
 		return "inf/NaN"
@@ -143,18 +172,7 @@ func Tables(reps []Report) string {
 				row = append(row, "-", "", "", "", "")
 				continue
 			}
-			status := fmt.Sprintf("%d/%d", s.cases-s.failed, s.cases)
-			if s.failed > 0 {
-				status += " FAIL"
-			}
-			if s.skipped > 0 {
-				status += fmt.Sprintf(" (%d skipped)", s.skipped)
-			}
-			agree := "-"
-			if s.minAgree <= 1 {
-				agree = fmt.Sprintf("%.2f", s.minAgree)
-			}
-			row = append(row, status, fmtErr(s.maxAbs), fmtErr(s.maxRel), agree, s.elapsed.Round(time.Millisecond).String())
+			row = append(row, summaryCells(s)...)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}

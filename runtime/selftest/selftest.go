@@ -10,6 +10,7 @@
 package selftest
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -87,14 +88,15 @@ const (
 	seeds              = 50
 )
 
-// testCase is one kernel x variant x size check.
+// testCase is one kernel x variant x size check. quick marks the cases of the quick tier.
 type testCase struct {
 	kernel, variant, size string
 	wt                    wgsl.WeightType
 	run                   func(c *checker)
+	full                  bool // only in the full tier
 }
 
-// allCases lists every case, in a fixed order.
+// allCases lists every case, in a fixed order (a kernel's cases together).
 func allCases() []testCase {
 	var all []testCase
 	all = append(all, embedCases()...)
@@ -123,37 +125,70 @@ func matches(filter, name string) bool {
 	return false
 }
 
-// Run runs every case whose "kernel/variant/size" name contains filter (or one of its
-// comma-separated parts; "" runs all) on d, logging failures and a summary through log
-// (which may be nil).
-func Run(d *runtime.Device, filter string, log func(string)) []Result {
-	if log == nil {
-		log = func(string) {}
+// Options choose the cases Run runs and report its progress.
+type Options struct {
+	// Filter keeps the cases whose "kernel/variant/size" name contains it (or one of its
+	// comma-separated parts); "" keeps all.
+	Filter string
+	// Full runs every case. The quick tier (the default) keeps every kernel, weight type and
+	// fusion and every awkward size, on fewer block shapes and step heights: a fraction of the
+	// pipelines to compile, which is most of a first run's time on a CPU adapter.
+	Full bool
+	// Ctx stops the run between two cases when it is done; what finished is returned.
+	Ctx context.Context
+	// Log is told about each failing case as it fails (nil: nothing).
+	Log func(string)
+	// OnKernel is given each kernel's results as soon as its last case has run (nil: nothing).
+	OnKernel func(kernel string, results []Result)
+}
+
+// Run runs the cases o chooses on d, in order, and returns their results (those that ran,
+// when o.Ctx ends it early).
+func Run(d *runtime.Device, o Options) []Result {
+	if o.Log == nil {
+		o.Log = func(string) {}
+	}
+	if o.Ctx == nil {
+		o.Ctx = context.Background()
 	}
 	cache := &weightCache{m: map[string]*sharedWeights{}}
 	defer cache.release()
 	var out []Result
 	kernels := map[string]bool{}
 	start := time.Now()
+	kernelStart := 0
+	flush := func() {
+		if kernelStart < len(out) && o.OnKernel != nil {
+			o.OnKernel(out[kernelStart].Kernel, out[kernelStart:])
+		}
+		kernelStart = len(out)
+	}
 	for _, tc := range allCases() {
 		name := tc.kernel + "/" + tc.variant + "/" + tc.size
-		if !matches(filter, name) {
+		if !matches(o.Filter, name) || (tc.full && !o.Full) {
 			continue
+		}
+		if o.Ctx.Err() != nil {
+			break
+		}
+		if len(out) > kernelStart && out[kernelStart].Kernel != tc.kernel {
+			flush()
 		}
 		r := runCase(d, cache, tc)
 		if !r.Pass {
-			log(fmt.Sprintf("FAIL %s: %s %s", name, r.Err, strings.Join(r.FirstMismatches, "; ")))
+			o.Log(fmt.Sprintf("FAIL %s: %s %s", name, r.Err, strings.Join(r.FirstMismatches, "; ")))
 		}
 		kernels[tc.kernel] = true
 		out = append(out, r)
 	}
+	flush()
 	failed := 0
 	for _, r := range out {
 		if !r.Pass {
 			failed++
 		}
 	}
-	log(fmt.Sprintf("selftest: %d cases (%d kernels), %d failed, %.1fs on %s",
+	o.Log(fmt.Sprintf("selftest: %d cases (%d kernels), %d failed, %.1fs on %s",
 		len(out), len(kernels), failed, time.Since(start).Seconds(), d.Adapter.Info.Name()))
 	return out
 }
@@ -360,4 +395,15 @@ func toF16(v []float32) ([]byte, []float32) {
 		seen[i] = weights.F16ToF32(h)
 	}
 	return raw, seen
+}
+
+// newCase is a case of both tiers (fullOnly marks one of the full tier alone).
+func newCase(kernel, variant, size string, wt wgsl.WeightType, run func(c *checker)) testCase {
+	return testCase{kernel: kernel, variant: variant, size: size, wt: wt, run: run}
+}
+
+// fullOnly marks tc as a case of the full tier alone.
+func fullOnly(tc testCase) testCase {
+	tc.full = true
+	return tc
 }

@@ -17,12 +17,13 @@ import (
 // testDevice is the package's tests' device (devtest.Device).
 func testDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
-// TestPortability runs every case on the adapter and fails on any failing one. Set
-// WSPEC_SELFTEST to a filter to run a subset, WSPEC_SELFTEST_JSON to a path to keep the report.
+// TestPortability runs the quick tier's cases on the adapter (the full tier with
+// WSPEC_SELFTEST_FULL=1) and fails on any failing one. Set WSPEC_SELFTEST to a filter to run
+// a subset, WSPEC_SELFTEST_JSON to a path to keep the report.
 func TestPortability(t *testing.T) {
 	d := testDevice(t)
 	filter := os.Getenv("WSPEC_SELFTEST")
-	rep := NewReport(d, filter, func(s string) { t.Log(s) })
+	rep := NewReport(d, Options{Filter: filter, Full: os.Getenv("WSPEC_SELFTEST_FULL") == "1", Log: func(s string) { t.Log(s) }})
 	t.Logf("\n%s", Table(rep))
 	if p := os.Getenv("WSPEC_SELFTEST_JSON"); p != "" {
 		if err := WriteJSON(p, []Report{rep}); err != nil {

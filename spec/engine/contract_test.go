@@ -69,8 +69,8 @@ func TestCloseCancelsRunning(t *testing.T) {
 		if res == nil || res.Finish != spec.FinishCancelled || len(res.Tokens) == 0 || len(res.Tokens) > 200 {
 			t.Fatalf("cancelled by Close: %+v", res)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Generate still running 10 s after Close returned")
+	case <-time.After(3 * time.Minute): // a hang guard: Close cancels within one step
+		t.Fatal("Generate still running 3 minutes after Close returned")
 	}
 }
 

@@ -97,7 +97,7 @@ func TestGreedyEqualsEngine(t *testing.T) {
 			}
 		}
 	}
-	f.waitIdle(t, 0)
+	f.waitIdle(t)
 }
 
 // n choices of one sampled prompt run concurrently, each equal to the engine's choice i

@@ -114,7 +114,7 @@ func TestInvalidRequests(t *testing.T) {
 	if err != nil || len(c.Choices) != 1 || c.Usage.CompletionTokens != 4 {
 		t.Fatalf("after the invalid requests: %v %+v", err, c)
 	}
-	f.waitIdle(t, 0)
+	f.waitIdle(t)
 }
 
 // Without the API key a /v1 request gets a 401 (the open routes stay open); a body over the

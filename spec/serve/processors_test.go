@@ -71,7 +71,7 @@ func TestSamplingFields(t *testing.T) {
 			t.Errorf("%s %v: %q, the engine's %q, without it %q", c.field, c.v, got, want, base)
 		}
 	}
-	f.waitIdle(t, 0)
+	f.waitIdle(t)
 }
 
 // Logprobs come back one per generated token, with top_logprobs entries (chat) or the

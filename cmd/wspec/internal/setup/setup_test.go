@@ -254,7 +254,7 @@ func TestStalledDownloadEnds(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	err := Run(context.Background(), plan, Options{Dir: dir, Registry: srv.URL})
-	if err == nil || !strings.Contains(err.Error(), "no data for") || time.Since(start) > 10*time.Second {
+	if err == nil || !strings.Contains(err.Error(), "no data for") || time.Since(start) > 2*time.Minute { // a hang guard
 		t.Fatalf("stalled download: got %v after %v", err, time.Since(start))
 	}
 	noPartial(t, dir, "libwebgpu_wrapper.so")
