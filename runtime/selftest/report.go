@@ -22,8 +22,8 @@ type Report struct {
 	GoOS      string             `json:"goos"`
 	GoArch    string             `json:"goarch"`
 	Filter    string             `json:"filter,omitempty"`
-	Full      bool               `json:"full"`        // the full tier (else the quick one)
-	Complete  bool               `json:"complete"`    // every chosen case ran (not interrupted)
+	Full      bool               `json:"full"`     // the full tier (else the quick one)
+	Complete  bool               `json:"complete"` // every chosen case ran (not interrupted)
 	Cases     int                `json:"cases"`
 	Kernels   int                `json:"kernels"`
 	Failed    int                `json:"failed"`
