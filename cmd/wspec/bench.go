@@ -15,12 +15,10 @@ import (
 // prompt set instead (benchspec.go), and with --serve the OpenAI server (benchserve.go).
 func runBench(args []string) error {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	modelDir := fs.String("model", "", "model folder; default: .wspec/models/stories15M")
-	adapter := fs.String("adapter", "", "adapter (see `wspec devices`)")
-	dtype := fs.String("dtype", "f32", "weight storage: f32 or f16")
+	ef := addEngineFlags(fs)
+	modelDir, adapter, dtype, sf := ef.model, ef.adapter, ef.dtype, ef.speculate
 	tokens := fs.Int("tokens", 128, "decode steps to time")
 	prompt := fs.String("prompt", "Once upon a time", "prompt")
-	sf := addSpecFlags(fs)
 	prompts := fs.String("prompts", "", "benchmark drafters over this prompt file (one per line), e.g. spec/distill/prompts/eval.txt")
 	maxPrompts := fs.Int("max-prompts", 0, "with --prompts: use the first n prompts (0: all)")
 	drafters := fs.String("drafters", "all", "with --prompts: the modes to benchmark, comma-separated, or all")
@@ -59,11 +57,15 @@ func runBench(args []string) error {
 	if *sb.on {
 		return sb.start(fs, *modelDir, *adapter, *dtype, *tokens, sf)
 	}
-	sc, err := sf.config()
+	eo, err := ef.options()
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc})
+	sc := eo.Speculative
+	// plain and speculative runs of one prompt are compared: the second must not find the
+	// first's prompt in the prefix cache
+	eo.NoPrefixCaching, eo.Progress, eo.FirstRun = true, loadBar(), compileNotice()
+	e, err := engine.Load(*modelDir, eo)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type serveBench struct {
 
 func addServeBenchFlags(fs *pflag.FlagSet) *serveBench {
 	return &serveBench{
-		on:       fs.Bool("serve", false, "benchmark `wspec serve` on loopback: throughput and latency at each --concurrency, speculation on and off"),
+		on:       fs.Bool("serve", false, "benchmark wspec serve on loopback: throughput and latency at each --concurrency, speculation on and off"),
 		conc:     fs.IntSlice("concurrency", []int{1, 4, 16}, "with --serve: concurrent clients, one run each"),
 		requests: fs.Int("requests", 8, "with --serve: streamed requests per run (at least the concurrency)"),
 		json:     fs.String("json", "", "with --serve or --prompts: also write the results to this JSON file"),

@@ -145,7 +145,8 @@ func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 	var rows []specBenchRow
 	for _, d := range b.drafters {
 		sc := &spec.Config{Mode: d, NumSpeculativeTokens: b.maxK}
-		e, err := engine.Load(b.model, engine.Options{Adapter: b.adapter, DType: b.dtype, Speculative: sc})
+		// each prompt runs plain and speculative: no prefix cache, so both compute it
+		e, err := engine.Load(b.model, engine.Options{Adapter: b.adapter, DType: b.dtype, Speculative: sc, NoPrefixCaching: true})
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", d, err)
 		}

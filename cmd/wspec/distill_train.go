@@ -20,7 +20,7 @@ func runDistillTrain(args []string) error {
 	fs := pflag.NewFlagSet("distill train", pflag.ContinueOnError)
 	drafter := fs.String("drafter", "eagle3", "what to train: eagle3, eagle, medusa, draft_model")
 	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
-	data := fs.String("data", "", "dataset file from `wspec distill gen`")
+	data := fs.String("data", "", "dataset file from wspec distill gen")
 	out := fs.String("out", "", "drafter folder to write")
 	curve := fs.String("curve", "", "loss curve SVG to write (default: <out>/../<drafter>-loss.svg)")
 	epochs := fs.Float64("epochs", 1, "passes over the training sequences")

@@ -66,7 +66,6 @@ func (f *specFlags) config() (*spec.Config, error) {
 
 func runGenerate(args []string) error {
 	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
-	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec")
 	maxTokens := fs.Int("max-tokens", 256, "new tokens at most; 0: until the end of the context (where generation always stops)")
 	temperature := fs.Float32("temperature", 0, "sampling temperature; 0 is greedy")
 	topP := fs.Float32("top-p", 1, "nucleus sampling threshold in [0, 1]; 1 is off, 0 keeps the likeliest token alone")
@@ -77,9 +76,7 @@ func runGenerate(args []string) error {
 	frequency := fs.Float32("frequency-penalty", 0, "subtracted per occurrence among the generated tokens, in [-2, 2]")
 	repetition := fs.Float32("repetition-penalty", 1, "divides positive (multiplies negative) logits of tokens seen; 1 is off")
 	stops := fs.StringArray("stop", nil, "end the text where this string appears (repeatable)")
-	adapter := fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see `wspec devices`")
-	dtype := fs.String("dtype", "f32", "weight storage on the device: f32 or f16")
-	sf := addSpecFlags(fs)
+	ef := addEngineFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec generate [flags] PROMPT\n\nflags:\n%s", fs.FlagUsages())
 	}
@@ -91,7 +88,7 @@ func runGenerate(args []string) error {
 		return fmt.Errorf("no prompt")
 	}
 	prompt := strings.Join(fs.Args(), " ")
-	sc, err := sf.config()
+	eo, err := ef.options()
 	if err != nil {
 		return err
 	}
@@ -104,8 +101,9 @@ func runGenerate(args []string) error {
 	if err := opts.Validate(0); err != nil { // the same check as the engine's, before the model loads
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))
-	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc})
+	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*ef.model, "the default model"))
+	eo.Progress, eo.FirstRun = loadBar(), compileNotice()
+	e, err := engine.Load(*ef.model, eo)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 
 func runSelftest(args []string) error {
 	fs := pflag.NewFlagSet("selftest", pflag.ContinueOnError)
-	adapter := fs.String("adapter", "all", "adapter: all, an index, a backend or a type (see `wspec devices`)")
+	adapter := fs.String("adapter", "all", "adapter: all, an index, a backend or a type (see wspec devices)")
 	filter := fs.String("filter", "", "run only cases whose name contains this (e.g. matmul, attention/f16)")
 	jsonPath := fs.String("json", "selftest.json", "write the reports here as JSON (empty: don't)")
 	quick := fs.Bool("quick", false, "the quick tier: every kernel, variant and awkward size on fewer block shapes (about half the pipelines to compile)")

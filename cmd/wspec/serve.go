@@ -21,9 +21,7 @@ import (
 // nil: the exit status is 0.
 func runServe(args []string) error {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	modelDir := fs.String("model", "", "model folder (Hugging Face layout); default: .wspec/models/stories15M")
-	adapter := fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see `wspec devices`")
-	dtype := fs.String("dtype", "f32", "weight storage on the device: f32 or f16")
+	ef := addEngineFlags(fs)
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every interface; then set --api-key)")
 	port := fs.Int("port", 8000, "port to listen on (0: any free port, printed when ready)")
 	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1 requests (default: $WSPEC_API_KEY)")
@@ -31,8 +29,6 @@ func runServe(args []string) error {
 	chatTemplate := fs.String("chat-template", "", "Jinja chat template (a file, or the template) instead of the model's")
 	maxBody := fs.Int64("max-request-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted (larger: 413)")
 	drain := fs.Duration("shutdown-timeout", serve.DefaultDrainTimeout, "on SIGTERM, how long running requests may finish before they are cancelled")
-	pages := fs.Int("num-gpu-blocks-override", 0, "KV cache pages of 16 tokens (0: two full contexts); fewer make requests queue sooner")
-	sf := addSpecFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics).\n\nflags:\n%s", fs.FlagUsages())
 	}
@@ -42,7 +38,7 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (serve takes flags only)", fs.Arg(0))
 	}
-	sc, err := sf.config()
+	eo, err := ef.options()
 	if err != nil {
 		return err
 	}
@@ -53,16 +49,14 @@ func runServe(args []string) error {
 		return fmt.Errorf("--max-request-bytes %d: want at least 1", *maxBody)
 	case *drain < 0:
 		return fmt.Errorf("--shutdown-timeout %v: want 0 or more", *drain)
-	case *pages < 0:
-		return fmt.Errorf("--num-gpu-blocks-override %d: want 0 (default) or more", *pages)
 	}
 	if *apiKey == "" {
 		*apiKey = os.Getenv("WSPEC_API_KEY")
 	}
 	if *name == "" {
 		*name = engine.DefaultModel
-		if *modelDir != "" {
-			*name = filepath.Base(filepath.Clean(*modelDir))
+		if *ef.model != "" {
+			*name = filepath.Base(filepath.Clean(*ef.model))
 		}
 	}
 	// Listen first: a port in use is reported before the model loads.
@@ -72,13 +66,13 @@ func runServe(args []string) error {
 	}
 	defer ln.Close()
 	k := 0
-	if sc != nil {
-		k = sc.NumSpeculativeTokens
+	if eo.Speculative != nil {
+		k = eo.Speculative.NumSpeculativeTokens
 	}
 	metrics := serve.NewMetrics(*name, k)
-	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*modelDir, "the default model"))
-	e, err := engine.Load(*modelDir, engine.Options{Adapter: *adapter, DType: *dtype, Progress: loadBar(), FirstRun: compileNotice(), Speculative: sc,
-		OnStep: metrics.OnStep, Pages: *pages})
+	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*ef.model, "the default model"))
+	eo.Progress, eo.FirstRun, eo.OnStep = loadBar(), compileNotice(), metrics.OnStep
+	e, err := engine.Load(*ef.model, eo)
 	if err != nil {
 		return err
 	}

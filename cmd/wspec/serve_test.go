@@ -27,7 +27,7 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--port", "-1"}, "--port -1"},
 		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout"},
 		{[]string{"--max-request-bytes", "0"}, "--max-request-bytes 0"},
-		{[]string{"--num-gpu-blocks-override", "-4"}, "--num-gpu-blocks-override -4"},
+		{[]string{"--num-gpu-blocks-override", "-4"}, "num_gpu_blocks_override -4"},
 		{[]string{"-k", "3"}, "without --speculative-mode"},
 		{[]string{"--speculative-mode", "telepathy"}, "unknown method"},
 		{[]string{"extra"}, "unexpected argument"},

@@ -121,14 +121,11 @@ func (m *Model) chain(chains []Chain) error {
 		return fmt.Errorf("%w: the chains need %d pages, %d are free", kv.ErrPoolExhausted, need, m.Pool().Free())
 	}
 	pos0 := make([]int, len(chains))
-	var copies []kv.PageCopy
 	for i, c := range chains { // every page the chain writes, before the page tables go up
 		pos0[i] = c.Seq.Len()
-		cp, err := c.Seq.Reserve(pos0[i] + c.K)
-		if err != nil {
+		if err := c.Seq.Reserve(pos0[i] + c.K); err != nil {
 			panic(fmt.Sprintf("model: reserve after the page check: %v", err))
 		}
-		copies = append(copies, cp...)
 	}
 	sp, err := m.prepare(steps)
 	if err != nil {
@@ -141,7 +138,6 @@ func (m *Model) chain(chains []Chain) error {
 	}
 	st.buf.Write(0, runtime.U32Bytes(init))
 	enc := m.d.NewEncoder()
-	m.encodeCopies(enc, append(copies, sp.copies...))
 	for range kmax {
 		sp.prog.Encode(enc, &sp.step, nil)
 		st.prog.Encode(enc, &sp.step, nil)

@@ -171,7 +171,7 @@ func (s *EagleSeq) plan(ctx []int, k int) (p eaglePlan, toks []uint32, err error
 		k = 0
 	}
 	local := s.committed - s.base
-	if _, err := s.seq.Reserve(local + m + max(k-1, 0)); err != nil {
+	if err := s.seq.Reserve(local + m + max(k-1, 0)); err != nil {
 		return p, nil, err
 	}
 	_, featOff := e.t.SlotBuffer(s.slot, s.committed)

@@ -115,7 +115,6 @@ type Model struct {
 	adjCap         int            // max_seqs * (min(max_seq, vocab) + 512)
 	lp             *webgpu.Buffer // [max_logit_rows, LogprobStride] u32: logprobs
 	lpStaging      *webgpu.Buffer // map-read copy of lp
-	scratch        *webgpu.Buffer // [page_size, n_kv, hd]: copy-on-write of a shared page
 	dummy          *webgpu.Buffer // stands in for bindings a variant does not read (64 bytes)
 	feat           *webgpu.Buffer // [FeatureSlots, chunk, FeatureWidth]: the feature slots
 	slots          []slotState    // what each slot holds
@@ -224,7 +223,6 @@ func (m *Model) allocate() error {
 		{&m.rowsel, o.MaxLogitRows, "rowsel"}, {&m.logits, o.MaxLogitRows * c.Vocab, "logits"},
 		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, o.MaxLogitRows, "drafts"},
 		{&m.q, o.MaxLogitRows * c.Vocab, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
-		{&m.scratch, o.PageSize * c.NKVHeads * c.HeadDim, "page_scratch"},
 		{&m.adj, 4 * m.adjCap, "logit_adjustments"}, {&m.lp, o.MaxLogitRows * runtime.LogprobStride, "logprobs"},
 	}
 	for _, s := range sizes {

@@ -16,7 +16,7 @@ func (m *Model) Release() {
 		linears = append(linears, m.lmHead)
 	}
 	bufs := []*webgpu.Buffer{m.norm, m.x, m.qkv, m.att, m.h, m.aux, m.tokens, m.rows, m.blocks, m.seqs,
-		m.pageTable, m.rowsel, m.logits, m.res, m.drafts, m.q, m.out, m.staging, m.scratch, m.dummy, m.adj, m.lp, m.lpStaging, m.feat}
+		m.pageTable, m.rowsel, m.logits, m.res, m.drafts, m.q, m.out, m.staging, m.dummy, m.adj, m.lp, m.lpStaging, m.feat}
 	for _, ly := range m.layers {
 		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
 		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.kc, ly.vc)

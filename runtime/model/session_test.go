@@ -59,34 +59,39 @@ func TestModelRelease(t *testing.T) {
 	}
 }
 
-// TestForkedSessionsDiverge: two sessions forked after a prompt whose length is not a page
-// multiple continue with different tokens; each one's logits match the reference forward of
-// its own sequence, so the shared last page was copied before either wrote into it.
-func TestForkedSessionsDiverge(t *testing.T) {
+// TestSharedPrefixPages: a sequence that takes another's registered prompt pages from the
+// prefix cache (sharing them on the device) and goes on with tokens of its own computes what
+// the reference computes for its whole sequence, as does the first, which goes on too.
+func TestSharedPrefixPages(t *testing.T) {
 	d := testDevice(t)
 	cfg := testConfigs[1]
 	w := randomWeights(cfg)
-	m, err := New(d, w, Options{PageSize: 8})
+	m, err := New(d, w, Options{PageSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := []int{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, 11} // 11 tokens: the second page is shared half full
+	defer m.Release()
+	m.Pool().EnablePrefixCaching()
+	prompt := []int{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, 11} // 11 tokens: two full pages of 4
 	a := m.NewSession()
 	if _, err := a.Forward(prompt, 0, nil, batch.Sampling{}); err != nil {
 		t.Fatal(err)
 	}
-	b := &Session{m: m, seq: a.seq.Fork()}
-	if m.Pool().InUse() != 2 {
-		t.Fatalf("fork allocated pages: %d in use", m.Pool().InUse())
+	a.seq.Register(prompt)
+	b := m.NewSession()
+	if n := b.seq.MatchPrefix(prompt, len(prompt)-1); n != 8 || b.seq.Pages()[1] != a.seq.Pages()[1] {
+		t.Fatalf("matched %d tokens, pages %v and %v", n, a.seq.Pages(), b.seq.Pages())
 	}
-	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
-		s := []*Session{a, b}[i]
-		if _, err := s.Forward(next, 0, nil, batch.Sampling{}); err != nil {
+	if m.Pool().InUse() != 3 {
+		t.Fatalf("sharing allocated pages: %d in use", m.Pool().InUse())
+	}
+	next := [][]int{{20, 21}, append(slices.Clone(prompt[8:]), 30, 31, 32)}
+	for i, s := range []*Session{a, b} {
+		if _, err := s.Forward(next[i], 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i, next := range [][]int{{20, 21}, {30, 31, 32}} {
-		s := []*Session{a, b}[i]
+	for i, s := range []*Session{a, b} {
 		if _, err := s.Forward([]int{40}, 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
@@ -94,8 +99,8 @@ func TestForkedSessionsDiverge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		full := append(append(slices.Clone(prompt[:8*i+len(prompt)*(1-i)]), next[i]...), 40)
 		st := ref.NewLlamaState(w)
-		full := append(append(append([]int{}, prompt...), next...), 40)
 		want, _ := st.Forward(full)
 		want = want[(len(full)-1)*cfg.Vocab:]
 		if e, at := maxRelErr(got, want); e > 2e-4 {
@@ -105,7 +110,7 @@ func TestForkedSessionsDiverge(t *testing.T) {
 	a.Release()
 	b.Release()
 	if m.Pool().InUse() != 0 {
-		t.Fatalf("%d pages leaked", m.Pool().InUse())
+		t.Fatalf("%d pages in use after both released (the cached ones are free to take)", m.Pool().InUse())
 	}
 }
 

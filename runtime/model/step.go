@@ -8,7 +8,6 @@ import (
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/kv"
-	"github.com/wspec/wspec/runtime/webgpu"
 )
 
 // rowSpan is where a step put one sequence's rows.
@@ -37,7 +36,6 @@ func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 		}
 	}
 	enc := m.d.NewEncoder()
-	m.encodeCopies(enc, sp.copies)
 	sp.prog.Encode(enc, &sp.step, nil)
 	m.encodeKeep(enc, steps, sp.spans)
 	stride := o.MaxDraft + 2
@@ -124,7 +122,6 @@ func (m *Model) describe(p *runtime.Program) string {
 type preparedStep struct {
 	prog   *runtime.Program
 	step   runtime.StepBlock
-	copies []kv.PageCopy     // copy-on-write page copies to encode first
 	before []int             // each sequence's length before the step
 	spans  []rowSpan         // where each sequence's rows went
 	seqs   []runtime.SeqInfo // what the sampler was told of each sequence
@@ -156,7 +153,6 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 		qs     []float32
 		adj    []batch.Adj
 		lp     bool
-		copies []kv.PageCopy
 		pages  = make([]uint32, len(steps)*maxPages)
 		before = make([]int, len(steps))
 		spans  = make([]rowSpan, len(steps))
@@ -164,11 +160,9 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 	for s, st := range steps {
 		pos0, n := st.Seq.Len(), len(st.Tokens)
 		before[s] = pos0
-		cp, err := st.Seq.Reserve(pos0 + n)
-		if err != nil { // checkBatch counted the pages: a broken invariant
+		if err := st.Seq.Reserve(pos0 + n); err != nil { // checkBatch counted the pages: a broken invariant
 			panic(fmt.Sprintf("model: reserve after the page check: %v", err))
 		}
-		copies = append(copies, cp...)
 		for i, p := range st.Seq.Pages() {
 			pages[s*maxPages+i] = uint32(p)
 		}
@@ -232,7 +226,7 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 	if len(adj) > 0 {
 		m.adj.Write(0, runtime.SliceBytes(adj))
 	}
-	return &preparedStep{prog: prog, step: step, copies: copies, before: before, spans: spans, seqs: seqs, logprobs: lp}, nil
+	return &preparedStep{prog: prog, step: step, before: before, spans: spans, seqs: seqs, logprobs: lp}, nil
 }
 
 // parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
@@ -255,20 +249,6 @@ func (m *Model) parseOut(raw []byte, st batch.SeqStep, pos0 int) batch.StepOut {
 		}
 	}
 	return batch.StepOut{Tokens: out}
-}
-
-// encodeCopies copies shared pages into their private replacements (copy-on-write) in every
-// layer's cache, through the scratch page: a WebGPU copy never has one buffer at both ends.
-func (m *Model) encodeCopies(enc *webgpu.Encoder, copies []kv.PageCopy) {
-	pageBytes := uint64(m.Opts.PageSize * m.Cfg.NKVHeads * m.Cfg.HeadDim * 4)
-	for _, cp := range copies {
-		for _, ly := range m.layers {
-			for _, b := range []*webgpu.Buffer{ly.kc, ly.vc} {
-				enc.Copy(b, uint64(cp.From)*pageBytes, m.scratch, 0, pageBytes)
-				enc.Copy(m.scratch, 0, b, uint64(cp.To)*pageBytes, pageBytes)
-			}
-		}
-	}
 }
 
 // checkBatch refuses a batch the step cannot run, before anything changes.

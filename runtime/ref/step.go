@@ -23,6 +23,9 @@ type Model struct {
 	opts   ModelOptions
 	states map[*kv.Sequence]SeqState
 	slots  []modelSlot
+	// written is the token each page slot holds, so that a sequence which starts with pages
+	// of the prefix cache (kv.Sequence.MatchPrefix) gets a cache of those tokens.
+	written map[int][]int
 	// Verify is the rejection sampler (RejectionSample); tests swap in broken ones to show
 	// that their checks catch them.
 	Verify func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int
@@ -66,7 +69,7 @@ func NewModel(w *weights.LlamaWeights, pages, pageSize int, lim batch.Limits) *M
 // configuration cfg).
 func NewModelWith(cfg weights.Config, pages, pageSize int, lim batch.Limits, o ModelOptions) *Model {
 	lim.MaxSeq, lim.Vocab = cfg.MaxSeq, cfg.Vocab
-	return &Model{pool: kv.NewPagePool(pages, pageSize), lim: lim, opts: o, states: map[*kv.Sequence]SeqState{},
+	return &Model{pool: kv.NewPagePool(pages, pageSize), lim: lim, opts: o, states: map[*kv.Sequence]SeqState{}, written: map[int][]int{},
 		slots: make([]modelSlot, o.FeatureSlots),
 		Verify: func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int {
 			out, _ := RejectionSample(rows, drafts, q, p, seed, seq, pos0)
@@ -117,19 +120,30 @@ func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 func (m *Model) step(st batch.SeqStep) batch.StepOut {
 	V := m.lim.Vocab
 	s := m.states[st.Seq]
-	if s == nil && st.Seq.Len() == 0 {
+	if s == nil { // a new sequence, perhaps starting with shared pages: compute their tokens
 		s = m.opts.NewState()
 		m.states[st.Seq] = s
+		if n := st.Seq.Len(); n > 0 {
+			s.Forward(m.tokens(st.Seq, n))
+		}
 	}
 	if s == nil || s.Len() < st.Seq.Len() {
 		panic("ref.Model: a sequence whose cache the reference did not compute")
 	}
 	s.Truncate(st.Seq.Len())
 	pos0 := st.Seq.Len()
-	if _, err := st.Seq.Reserve(pos0 + len(st.Tokens)); err != nil {
+	if err := st.Seq.Reserve(pos0 + len(st.Tokens)); err != nil {
 		panic(err) // counted above
 	}
 	st.Seq.Commit(pos0 + len(st.Tokens))
+	ps := m.pool.PageSize
+	for i, tok := range st.Tokens {
+		page := st.Seq.Pages()[(pos0+i)/ps]
+		if m.written[page] == nil {
+			m.written[page] = make([]int, ps)
+		}
+		m.written[page][(pos0+i)%ps] = tok
+	}
 	all, feats := s.Forward(st.Tokens)
 	if st.Keep > 0 {
 		m.slots[st.Keep-1].pos0, m.slots[st.Keep-1].n, m.slots[st.Keep-1].features = pos0, len(st.Tokens), feats
@@ -161,6 +175,16 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 			}
 			out.Logprobs = append(out.Logprobs, tl)
 		}
+	}
+	return out
+}
+
+// tokens are the first n tokens the pages of seq hold.
+func (m *Model) tokens(seq *kv.Sequence, n int) []int {
+	ps := m.pool.PageSize
+	out := make([]int, n)
+	for p := range out {
+		out[p] = m.written[seq.Pages()[p/ps]][p%ps]
 	}
 	return out
 }

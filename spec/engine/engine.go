@@ -64,6 +64,11 @@ type Options struct {
 	// Pages, when > 0, is the number of KV cache pages (model.Options.Pages; default: enough
 	// for two full contexts). Fewer pages make requests queue, or be preempted, sooner.
 	Pages int
+	// NoPrefixCaching turns the prefix cache off (vLLM's --no-enable-prefix-caching): by
+	// default the full KV pages of prompts and outputs are kept after their sequence ends and
+	// reused by any later sequence that starts with the same tokens (chat turns, a shared
+	// system prompt, the n choices of one request).
+	NoPrefixCaching bool
 }
 
 // Engine is a model on a device with its tokenizer and optional speculative method.
@@ -109,6 +114,9 @@ func Load(dir string, o Options) (*Engine, error) {
 		wt = wgsl.F16
 	default:
 		return nil, invalid("dtype", "dtype %q: want f32 or f16", o.DType)
+	}
+	if o.Pages < 0 {
+		return nil, invalid("num_gpu_blocks_override", "num_gpu_blocks_override %d: want 0 (the default) or more", o.Pages)
 	}
 	var sc *spec.Config
 	if o.Speculative != nil {
@@ -174,6 +182,9 @@ func Load(dir string, o Options) (*Engine, error) {
 	if e.target, err = model.New(e.dev, host, mo); err != nil {
 		e.release()
 		return nil, err
+	}
+	if !o.NoPrefixCaching {
+		e.target.Pool().EnablePrefixCaching()
 	}
 	if ck != nil {
 		if e.method, err = neural.Load(ck, e.target); err != nil {

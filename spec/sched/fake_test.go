@@ -15,14 +15,15 @@ import (
 // scheduler's batching, paging, preemption and speculation run without a model. It keeps
 // each sequence's tokens beside its pages, as the KV cache would.
 type fakeTarget struct {
-	pool  *kv.PagePool
-	lim   batch.Limits
-	seqs  map[*kv.Sequence][]int
-	steps int
+	pool    *kv.PagePool
+	lim     batch.Limits
+	written map[int][]int // page -> the token in each of its slots
+	steps   int
+	rows    int // rows of all steps
 }
 
 func newFakeTarget(pages, pageSize int) *fakeTarget {
-	return &fakeTarget{pool: kv.NewPagePool(pages, pageSize), seqs: map[*kv.Sequence][]int{},
+	return &fakeTarget{pool: kv.NewPagePool(pages, pageSize), written: map[int][]int{},
 		lim: batch.Limits{MaxSeq: 96, Vocab: 50, MaxSeqs: 8, MaxLogitRows: 32, MaxDraft: 8, StepRows: 24}}
 }
 
@@ -53,12 +54,23 @@ func (t *fakeTarget) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 	outs := make([]batch.StepOut, len(steps))
 	for i, st := range steps {
 		before := st.Seq.Len()
-		if _, err := st.Seq.Reserve(before + len(st.Tokens)); err != nil {
+		if err := st.Seq.Reserve(before + len(st.Tokens)); err != nil {
 			panic(err) // counted above
 		}
 		st.Seq.Commit(before + len(st.Tokens))
-		toks := append(t.seqs[st.Seq][:before], st.Tokens...)
-		t.seqs[st.Seq] = toks
+		ps := t.pool.PageSize
+		for p, tok := range st.Tokens {
+			page := st.Seq.Pages()[(before+p)/ps]
+			if t.written[page] == nil {
+				t.written[page] = make([]int, ps)
+			}
+			t.written[page][(before+p)%ps] = tok
+		}
+		toks := make([]int, before+len(st.Tokens)) // what the sequence's pages hold
+		for p := range toks {
+			toks[p] = t.written[st.Seq.Pages()[p/ps]][p%ps]
+		}
+		t.rows += len(st.Tokens)
 		if !st.Sample {
 			continue
 		}
@@ -110,7 +122,14 @@ func want(prompt []int, n int) []int {
 
 func runFake(t *testing.T, target *fakeTarget, meth spec.Method, reqs []*Request) []Result {
 	t.Helper()
-	s := New(target, meth, Options{StepTokens: 16})
+	return runFakeWith(t, target, meth, reqs, nil)
+}
+
+// runFakeWith runs reqs on a scheduler over target (speculating with meth, which may be nil),
+// telling onStep about every step, and checks that the pool ends with no page in use.
+func runFakeWith(t *testing.T, target *fakeTarget, meth spec.Method, reqs []*Request, onStep func(StepInfo)) []Result {
+	t.Helper()
+	s := New(target, meth, Options{StepTokens: 16, OnStep: onStep})
 	defer s.Close()
 	// every request is queued before the loop starts, so the first step sees the whole load
 	// on any machine, however the goroutines are scheduled
@@ -208,5 +227,81 @@ func TestProbeBackoff(t *testing.T) {
 	st.planned(3) // the plan drafts again by itself
 	if st.probe != probeEvery {
 		t.Fatalf("after drafting by plan the next probe waits %d steps, want %d", st.probe, probeEvery)
+	}
+}
+
+// With the prefix cache: requests sharing prefixes (identical prompts, prompts extending
+// others' prompts and outputs, as chat turns do) each get their exact continuation, through
+// a pool small enough to preempt; cached pages are reused and the pool ends with none in use.
+func TestFakePrefixCacheExact(t *testing.T) {
+	target := newFakeTarget(14, 4) // 56 slots
+	target.pool.EnablePrefixCaching()
+	base := []int{3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 32}
+	turn1 := append(slices.Clone(base), want(base, 10)...)
+	var reqs []*Request
+	for i := range 12 {
+		var prompt []int
+		switch i % 3 {
+		case 0:
+			prompt = base
+		case 1:
+			prompt = append(slices.Clone(turn1), 1+i, 2)
+		default:
+			prompt = append(slices.Clone(base[:4+i%5]), i)
+		}
+		reqs = append(reqs, &Request{Ctx: context.Background(), Prompt: prompt, MaxNew: 10 + i%4, K: i % 4, FixedK: i%2 == 0})
+	}
+	var cached, prefill int
+	got := runFakeWith(t, target, oracle{wrongAt: 1}, reqs, func(st StepInfo) { cached += st.CachedTokens; prefill += st.PrefillRows })
+	preempted := 0
+	for i, r := range got {
+		if r.Err != nil {
+			t.Fatalf("request %d: %v", i, r.Err)
+		}
+		if w := want(reqs[i].Prompt, reqs[i].MaxNew); !slices.Equal(r.Tokens, w) {
+			t.Errorf("request %d: %v, want %v", i, r.Tokens, w)
+		}
+		preempted += r.Preempted
+	}
+	q, h := target.pool.PrefixStats()
+	t.Logf("%d preemptions; %d prompt tokens computed, %d taken from the cache (%d of %d looked up)", preempted, prefill, cached, h, q)
+	if cached == 0 || int64(cached) != h {
+		t.Errorf("the prefix cache served %d tokens (stats %d)", cached, h)
+	}
+	if preempted == 0 {
+		t.Error("no preemption: the pool was not too small")
+	}
+}
+
+// n choices of one prompt, submitted together, compute the prompt once: the first computes
+// it, the others wait for its pages and take them, computing only what is left of a page.
+func TestChoicesPrefillOnce(t *testing.T) {
+	prompt := make([]int, 40)
+	for i := range prompt {
+		prompt[i] = (i*7 + 3) % 50
+	}
+	for _, caching := range []bool{false, true} {
+		target := newFakeTarget(64, 4)
+		if caching {
+			target.pool.EnablePrefixCaching()
+		}
+		var reqs []*Request
+		for range 4 {
+			reqs = append(reqs, &Request{Ctx: context.Background(), Prompt: prompt, MaxNew: 5})
+		}
+		prefill := 0
+		got := runFakeWith(t, target, nil, reqs, func(st StepInfo) { prefill += st.PrefillRows })
+		for i, r := range got {
+			if r.Err != nil || !slices.Equal(r.Tokens, want(prompt, 5)) {
+				t.Fatalf("choice %d: %v %v", i, r.Tokens, r.Err)
+			}
+		}
+		want := 4 * 40
+		if caching {
+			want = 40 + 3*(40-36) // 36 = the whole pages of the first 39 tokens
+		}
+		if prefill != want {
+			t.Errorf("prefix caching %v: %d prompt rows computed, want %d", caching, prefill, want)
+		}
 	}
 }

@@ -53,7 +53,10 @@ func (s *Scheduler) Run() {
 	var waiting, running []*job
 	defer func() { s.shutdown(waiting, running) }()
 	for {
-		waiting = append(waiting, s.take(false)...)
+		for _, j := range s.take(false) {
+			j.keys = s.pool.Keys(j.req.Prompt) // on the loop's goroutine, which owns the pool
+			waiting = append(waiting, j)
+		}
 		if len(waiting) == 0 && len(running) == 0 {
 			select { // idle: wait for work
 			case <-s.wake:
@@ -108,12 +111,20 @@ func (s *Scheduler) reapWaiting(waiting []*job) []*job {
 }
 
 // admit starts queued jobs, oldest first, while the model takes more sequences and the pool
-// has the pages of each one's context.
+// has the pages of each one's context. A job first takes from the prefix cache the pages its
+// context starts with (kv.Sequence.MatchPrefix), which it then need not compute. A job whose
+// next uncached page a running job is computing right now (the choices of one request, users
+// of one system prompt) waits for it rather than computing it too, so the pages are computed
+// once.
 func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 	pool := s.pool
 	reserved := 0 // pages the running prompts still need
+	pending := map[uint64]bool{}
 	for _, j := range running {
 		reserved += pagesFor(pool.PageSize, len(j.ctx)+1) - len(j.seq.seq.Pages())
+		for i := j.seq.fed / pool.PageSize; i < len(j.keys); i++ {
+			pending[j.keys[i]] = true
+		}
 	}
 	for len(waiting) > 0 && len(running) < s.lim.MaxSeqs {
 		j := waiting[0]
@@ -124,10 +135,15 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 				kv.ErrPoolExhausted, len(j.ctx)+1, need, pool.Pages()))
 			continue
 		}
-		if need+reserved > pool.Free() && len(running) > 0 {
+		if waitsFor(pool, j.keys, pending) {
+			break
+		}
+		cached, idle := pool.CachedPrefix(j.ctx, len(j.ctx)-1)
+		if need -= cached / pool.PageSize; need+reserved > pool.Free()-idle && len(running) > 0 {
 			break
 		}
 		st := &seqState{seq: pool.NewSequence()}
+		st.fed = st.seq.MatchPrefix(j.ctx, len(j.ctx)-1)
 		if j.req.K > 0 && s.method != nil {
 			d, err := s.method.NewDrafter()
 			if err != nil {
@@ -143,10 +159,27 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 			j.started = true
 			j.res.Queued = time.Since(j.submitted)
 		}
+		if pool.PrefixCaching() {
+			s.cacheQueries += len(j.ctx) - 1
+			s.cachedTokens += st.fed
+		}
 		reserved += need
 		waiting, running = waiting[1:], append(running, j)
+		for i := st.fed / pool.PageSize; i < len(j.keys); i++ {
+			pending[j.keys[i]] = true
+		}
 	}
 	return waiting, running
+}
+
+// waitsFor reports whether the first of keys the prefix cache lacks is being computed.
+func waitsFor(pool *kv.PagePool, keys []uint64, pending map[uint64]bool) bool {
+	for _, k := range keys {
+		if !pool.Cached(k) {
+			return pending[k]
+		}
+	}
+	return false
 }
 
 func pagesFor(pageSize, tokens int) int { return (tokens + pageSize - 1) / pageSize }
@@ -200,10 +233,17 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		return waiting, running
 	}
 	info := StepInfo{Rows: 0, Preempted: preempted, Time: took, Pages: s.pool.Pages()}
+	info.CacheQueries, info.CachedTokens, s.cacheQueries, s.cachedTokens = s.cacheQueries, s.cachedTokens, 0, 0
 	for i, j := range in {
 		info.Rows += len(steps[i].Tokens)
+		if i >= p.decoding {
+			info.PrefillRows += len(steps[i].Tokens)
+		}
 		j.res.Metrics.StepTime += took
 		s.settle(j, steps[i], outs[i], &info)
+		if j.seq != nil { // its KV is final up to fed: the full pages join the prefix cache
+			j.seq.seq.Register(j.ctx[:j.seq.fed])
+		}
 	}
 	if s.o.Cost != nil {
 		s.o.Cost.ObserveStep(info.Rows, took)

@@ -65,6 +65,9 @@ type Options struct {
 type StepInfo struct {
 	Running, Waiting int
 	Rows             int
+	PrefillRows      int // rows of prompt chunks (prompt tokens computed)
+	CacheQueries     int // prompt tokens looked up in the prefix cache since the last step
+	CachedTokens     int // of them, the tokens taken from it
 	Drafts, Accepted int           // draft tokens verified and accepted in the step
 	AcceptedAt       []int         // accepted drafts per position
 	Preempted        int           // sequences preempted before the step
@@ -100,6 +103,8 @@ type Scheduler struct {
 	submitted       []*job     // submitted, not yet taken by the loop
 	closed          bool       // the loop has stopped taking jobs
 	running, queued int        // the counts Stats reads
+	cacheQueries    int        // prefix cache tokens looked up and found since the last step (the loop's)
+	cachedTokens    int
 }
 
 // job is a request on its way: submitted, waiting, running or done.
@@ -111,6 +116,7 @@ type job struct {
 	res       Result
 	seq       *seqState // while running
 	ctx       []int     // prompt and the tokens so far (what a preempted job recomputes)
+	keys      []uint64  // the prefix keys of its prompt's full pages (prefix caching)
 	adj       *batch.Adjustments
 }
 

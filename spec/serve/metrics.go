@@ -23,6 +23,7 @@ type Metrics struct {
 	stats atomic.Pointer[func() engine.Stats] // the engine's load, read at scrape time
 
 	promptTokens, generationTokens, preemptions prometheus.Counter
+	prefixQueries, prefixHits                   prometheus.Counter
 	success                                     *prometheus.CounterVec // by finished_reason
 	ttft, itl, tpot, e2e, queue                 prometheus.Histogram
 	iterationTokens                             prometheus.Histogram
@@ -73,6 +74,8 @@ func NewMetrics(model string, k int) *Metrics {
 	m.promptTokens = counter("vllm:prompt_tokens_total", "Prompt tokens processed.")
 	m.generationTokens = counter("vllm:generation_tokens_total", "Tokens generated (accepted drafts included).")
 	m.preemptions = counter("vllm:num_preemptions_total", "Sequences preempted (their KV pages taken back, recomputed later).")
+	m.prefixQueries = counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.")
+	m.prefixHits = counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache (not computed again).")
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
 		Help: "Finished generations by finish reason.", ConstLabels: labels}, []string{"finished_reason"})
 	m.reg.MustRegister(m.success)
@@ -104,6 +107,8 @@ func NewMetrics(model string, k int) *Metrics {
 func (m *Metrics) OnStep(st sched.StepInfo) {
 	m.iterationTokens.Observe(float64(st.Rows))
 	m.preemptions.Add(float64(st.Preempted))
+	m.prefixQueries.Add(float64(st.CacheQueries))
+	m.prefixHits.Add(float64(st.CachedTokens))
 	if m.draftTokens == nil {
 		return
 	}
