@@ -40,4 +40,3 @@ func TestPagePoolExhaustedLeavesStateUnchanged(t *testing.T) {
 		t.Fatalf("a failed reserve changed the state: %d in use, %d pages, len %d", p.InUse(), len(s.Pages()), s.Len())
 	}
 }
-

@@ -32,8 +32,8 @@ func TestPrefixMatch(t *testing.T) {
 		{toks, 10, 8},
 		{toks, 7, 4},
 		{toks, 3, 0},
-		{[]int{1, 2, 3, 4, 5, 6, 7, 9}, 8, 4},                // the second page differs
-		{[]int{0, 2, 3, 4, 5, 6, 7, 8}, 8, 0},                // the first page differs: the second's key too
+		{[]int{1, 2, 3, 4, 5, 6, 7, 9}, 8, 4}, // the second page differs
+		{[]int{0, 2, 3, 4, 5, 6, 7, 8}, 8, 0}, // the first page differs: the second's key too
 		{append(slices.Clone(toks[:8]), 0, 0, 0, 0), 12, 8}, // a third page nobody registered
 	} {
 		b := p.NewSequence()

@@ -65,9 +65,9 @@ type Options struct {
 type StepInfo struct {
 	Running, Waiting int
 	Rows             int
-	PrefillRows      int // rows of prompt chunks (prompt tokens computed)
-	CacheQueries     int // prompt tokens looked up in the prefix cache since the last step
-	CachedTokens     int // of them, the tokens taken from it
+	PrefillRows      int           // rows of prompt chunks (prompt tokens computed)
+	CacheQueries     int           // prompt tokens looked up in the prefix cache since the last step
+	CachedTokens     int           // of them, the tokens taken from it
 	Drafts, Accepted int           // draft tokens verified and accepted in the step
 	AcceptedAt       []int         // accepted drafts per position
 	Preempted        int           // sequences preempted before the step
