@@ -178,6 +178,7 @@ func runDistillEval(args []string) error {
 	prompts := fs.String("prompts", "eval", `prompt set: "eval" (kept apart from training) or a file`)
 	maxNew := fs.Int("max-new", 128, "new tokens per prompt")
 	kmax := fs.Int("k-max", 8, "measure k = 1..k-max draft tokens per step")
+	sampleTemp := fs.Float64("sampling-temperature", 0, "also measure, at this temperature, an EAGLE head's first-draft acceptance with one-hot drafts against drafts sampled from its distribution (0: skip)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -189,6 +190,8 @@ func runDistillEval(args []string) error {
 		return fmt.Errorf("--max-new %d: want at least 1", *maxNew)
 	case *kmax < 1 || *kmax > spec.MaxSpeculativeTokens:
 		return fmt.Errorf("--k-max %d: want 1..%d", *kmax, spec.MaxSpeculativeTokens)
+	case *sampleTemp < 0 || math.IsNaN(*sampleTemp) || math.IsInf(*sampleTemp, 0):
+		return fmt.Errorf("--sampling-temperature %v: want a finite value >= 0", *sampleTemp)
 	}
 	t, err := loadDistillTarget(*modelDir)
 	if err != nil {
@@ -232,9 +235,12 @@ func runDistillEval(args []string) error {
 		Steps       int       `json:"steps"`
 	}
 	type result struct {
-		Drafter string `json:"drafter"`
-		Dir     string `json:"dir"`
-		Results []row  `json:"results"`
+		Drafter   string  `json:"drafter"`
+		Dir       string  `json:"dir"`
+		Results   []row   `json:"results"`
+		SampledAt float64 `json:"sampling_temperature,omitempty"`
+		OneHot    float64 `json:"first_draft_acceptance_one_hot,omitempty"`
+		Sampled   float64 `json:"first_draft_acceptance_sampled,omitempty"`
 	}
 	var results []result
 	for _, d := range ds {
@@ -250,6 +256,12 @@ func runDistillEval(args []string) error {
 				pp[i] = fmt.Sprintf("%.2f", v)
 			}
 			fmt.Printf("%3d  %10.3f  %6.3f  %s\n", k, x.MeanLength, x.Rate, strings.Join(pp, " "))
+		}
+		if eh, ok := d.d.(*distill.SimEagle); ok && *sampleTemp > 0 {
+			oneHot, sampled, n := distill.SampledAcceptance(eh.Head(), t.M, refs, *sampleTemp)
+			fmt.Printf("first-draft acceptance at temperature %g over %d positions: one-hot (argmax) drafts %.3f, drafts sampled from q %.3f\n",
+				*sampleTemp, n, oneHot, sampled)
+			r.SampledAt, r.OneHot, r.Sampled = *sampleTemp, oneHot, sampled
 		}
 		results = append(results, r)
 	}

@@ -32,6 +32,9 @@ func NewSimEagle(h *EagleHead, t *Llama) *SimEagle {
 
 func (s *SimEagle) Name() string { return s.h.W.Kind }
 
+// Head is the head the drafter runs.
+func (s *SimEagle) Head() *EagleHead { return s.h }
+
 func (s *SimEagle) Begin(seq *EvalSeq) {
 	s.seq, s.st, s.committed = seq, s.h.NewState(), 0
 }
