@@ -73,12 +73,16 @@ func TestSpecBenchOutputs(t *testing.T) {
 			}
 			break
 		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
-			lines++
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "path" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "stroke-width" && a.Value == "1.8" { // a series' line
+					lines++
+				}
+			}
 		}
 	}
 	if lines != 4 { // 2 series x 2 panels
-		t.Errorf("%d polylines, want 4", lines)
+		t.Errorf("%d series lines, want 4", lines)
 	}
 	if tab := specBenchTable(rows); strings.Count(tab, "\n") != len(rows)+2 || !strings.Contains(tab, "**1.40x**") {
 		t.Errorf("table:\n%s", tab)

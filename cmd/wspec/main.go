@@ -16,7 +16,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"setup", "fetch and check Dawn and the default model into .wspec", runSetup},
+	{"setup", "fetch and check Dawn and the default model into the wspec home", runSetup},
 	{"generate", "generate text from a prompt (default model: stories15M)", runGenerate},
 	{"devices", "list the WebGPU adapters with their features and limits", runDevices},
 	{"selftest", "run the kernel portability suite on every adapter (or one)", runSelftest},

@@ -9,11 +9,12 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/cmd/wspec/internal/setup"
+	"github.com/wspec/wspec/weights/home"
 )
 
 func runSetup(args []string) error {
 	fs := pflag.NewFlagSet("setup", pflag.ContinueOnError)
-	dir := fs.String("dir", ".wspec", "set-up folder: Dawn goes into DIR/lib, the default model into DIR/models")
+	dir := fs.String("dir", home.Default(), "set-up folder: Dawn goes into DIR/lib, the default model into DIR/models (default: $WSPEC_HOME, else the user cache folder's wspec)")
 	goos := fs.String("os", goruntime.GOOS, "the OS whose Dawn build to fetch (linux, windows, darwin)")
 	goarch := fs.String("arch", goruntime.GOARCH, "the architecture whose Dawn build to fetch (amd64, arm64)")
 	skipModel := fs.Bool("skip-model", os.Getenv("WSPEC_SKIP_MODEL") == "1", "skip the default model (default true when WSPEC_SKIP_MODEL=1)")

@@ -30,7 +30,7 @@ var LibraryName = LibraryFile(goruntime.GOOS)
 var SetupHint = setupHint(goruntime.GOOS)
 
 func setupHint(goos string) string {
-	run := "run `wspec setup` (it downloads Dawn into .wspec/lib)"
+	run := "run `wspec setup` (it downloads Dawn into the user cache folder's wspec/lib)"
 	if goos == "linux" {
 		run = "run ./setup.sh (it installs the lavapipe Vulkan driver on Debian, then runs `wspec setup`, which downloads Dawn into .wspec/lib)"
 	}
