@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
 )
+
+// mappedFiles: mapFile maps files (their pages can be dropped and read again).
+const mappedFiles = true
 
 // mapFile maps path read-only into memory. An empty file is returned as an
 // empty slice (mmap refuses length 0).
@@ -32,4 +36,20 @@ func mapFile(path string) ([]byte, func() error, error) {
 		return nil, nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil
+}
+
+// dropPages hands the whole pages of b, a part of a mapped file, back to the system: they
+// leave the process's resident memory (and are read again from the file if touched).
+func dropPages(b []byte) {
+	const page = 4096
+	if len(b) < 2*page {
+		return
+	}
+	start := uintptr(unsafe.Pointer(&b[0]))
+	lo := int((start+page-1)&^(page-1) - start) // offsets in b of its first and last whole page
+	hi := int((start+uintptr(len(b)))&^(page-1) - start)
+	if hi <= lo {
+		return
+	}
+	syscall.Madvise(b[lo:hi], syscall.MADV_DONTNEED) // best effort: the pages stay readable
 }

@@ -47,6 +47,7 @@ type SafeTensors struct {
 	tensors  map[string]tensorInfo
 	names    []string // sorted
 	metadata map[string]string
+	mapped   bool // data is a read-only mapping of the file (its pages can be dropped)
 }
 
 // Open opens a safetensors file, memory-mapped read-only, or a
@@ -66,7 +67,7 @@ func Open(path string) (*SafeTensors, error) {
 		release()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	st.path, st.release = path, release
+	st.path, st.release, st.mapped = path, release, mappedFiles
 	return st, nil
 }
 

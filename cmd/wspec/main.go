@@ -21,6 +21,7 @@ var commands = []command{
 	{"devices", "list the WebGPU adapters with their features and limits", runDevices},
 	{"selftest", "run the kernel portability suite on every adapter (or one)", runSelftest},
 	{"convert", "convert a llama2.c checkpoint into a Hugging Face folder", runConvert},
+	{"synth", "write a random-weight checkpoint in a real model's shape", runSynth},
 	{"bench", "measure decode speed (and speculation) on an adapter", runBench},
 	{"serve", "serve the OpenAI API (completions, chat) with continuous batching", runServe},
 	{"distill", "train drafters for a model by self-distillation on the CPU", runDistill},

@@ -1,0 +1,142 @@
+package weights
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// TensorSource gives a model's tensors a bounded chunk of rows at a time, as float32, so that
+// a model goes to the device without a whole copy of it in host memory. A tensor of shape
+// [rows, cols] has rows rows of cols elements; a vector [n] is one row of n.
+type TensorSource interface {
+	// Shape is the tensor's rows and columns, and the bytes it takes where it is stored.
+	Shape(name string) (rows, cols int, bytes int64, err error)
+	// Rows reads rows row0 .. row0 + len(dst)/cols of the tensor into dst.
+	Rows(name string, row0 int, dst []float32) error
+}
+
+var (
+	_ TensorSource = (*Checkpoint)(nil)
+	_ TensorSource = (*LlamaWeights)(nil)
+)
+
+// Shape is a checkpoint tensor's rows, columns and stored bytes.
+func (c *Checkpoint) Shape(name string) (int, int, int64, error) {
+	t, err := c.Tensor(name)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	rows, cols, err := rowsCols(t)
+	return rows, cols, int64(len(t.Data)), err
+}
+
+// Rows converts rows of a checkpoint tensor (F32, F16 or BF16) to float32. The file pages it
+// read are handed back to the system (a mapped file's pages would otherwise stay resident
+// beside the device's copy).
+func (c *Checkpoint) Rows(name string, row0 int, dst []float32) error {
+	t, err := c.Tensor(name)
+	if err != nil {
+		return err
+	}
+	mapped := c.where[name].mapped
+	rows, cols, err := rowsCols(t)
+	if err != nil {
+		return err
+	}
+	if !t.DType.IsFloat() {
+		return fmt.Errorf("%w: tensor %q is %s, not a float type", ErrDType, name, t.DType)
+	}
+	n := len(dst) / max(cols, 1)
+	if row0 < 0 || len(dst)%max(cols, 1) != 0 || row0+n > rows {
+		return fmt.Errorf("%w: rows %d..%d of tensor %q [%d, %d]", ErrShape, row0, row0+n, name, rows, cols)
+	}
+	size := t.DType.Size()
+	data := t.Data[row0*cols*size : (row0+n)*cols*size]
+	switch t.DType {
+	case F32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	case F16:
+		for i := range dst {
+			dst[i] = F16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	case BF16:
+		for i := range dst {
+			dst[i] = BF16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	}
+	if mapped {
+		dropPages(data)
+	}
+	return nil
+}
+
+// rowsCols is a tensor's shape as rows and columns, its data checked against it.
+func rowsCols(t Tensor) (int, int, error) {
+	if _, err := t.checkSize(); err != nil {
+		return 0, 0, err
+	}
+	switch len(t.Shape) {
+	case 1:
+		return 1, t.Shape[0], nil
+	case 2:
+		return t.Shape[0], t.Shape[1], nil
+	}
+	return 0, 0, fmt.Errorf("%w: tensor %q has shape %v, want a matrix or a vector", ErrShape, t.Name, t.Shape)
+}
+
+// Shape is a host tensor's rows, columns and bytes (float32).
+func (w *LlamaWeights) Shape(name string) (int, int, int64, error) {
+	v, rows, cols, err := w.tensor(name)
+	return rows, cols, int64(4 * len(v)), err
+}
+
+// Rows copies rows of a host tensor.
+func (w *LlamaWeights) Rows(name string, row0 int, dst []float32) error {
+	v, rows, cols, err := w.tensor(name)
+	if err != nil {
+		return err
+	}
+	if n := len(dst) / max(cols, 1); row0 < 0 || len(dst)%max(cols, 1) != 0 || row0+n > rows {
+		return fmt.Errorf("%w: rows %d..%d of tensor %q [%d, %d]", ErrShape, row0, row0+n, name, rows, cols)
+	}
+	copy(dst, v[row0*cols:])
+	return nil
+}
+
+// tensor finds a host tensor by its Hugging Face name.
+func (w *LlamaWeights) tensor(name string) ([]float32, int, int, error) {
+	c := w.Cfg
+	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	switch name {
+	case EmbedTensorName:
+		return w.Embed, c.Vocab, c.Dim, nil
+	case NormTensorName:
+		return w.Norm, 1, c.Dim, nil
+	case LMHeadTensorName:
+		return w.LMHead, c.Vocab, c.Dim, nil
+	}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		for _, t := range []struct {
+			suffix     string
+			v          []float32
+			rows, cols int
+		}{
+			{AttnNormSuffix, l.AttnNorm, 1, c.Dim}, {FFNNormSuffix, l.FFNNorm, 1, c.Dim},
+			{WqSuffix, l.Wq, q, c.Dim}, {WkSuffix, l.Wk, kv, c.Dim}, {WvSuffix, l.Wv, kv, c.Dim}, {WoSuffix, l.Wo, c.Dim, q},
+			{BqSuffix, l.Bq, 1, q}, {BkSuffix, l.Bk, 1, kv}, {BvSuffix, l.Bv, 1, kv},
+			{GateSuffix, l.WGate, c.HiddenDim, c.Dim}, {UpSuffix, l.WUp, c.HiddenDim, c.Dim}, {DownSuffix, l.WDown, c.Dim, c.HiddenDim},
+		} {
+			if name == LayerTensorName(i, t.suffix) && t.v != nil {
+				if len(t.v) != t.rows*t.cols {
+					return nil, 0, 0, fmt.Errorf("%w: host tensor %q has %d values, want %d x %d", ErrShape, name, len(t.v), t.rows, t.cols)
+				}
+				return t.v, t.rows, t.cols, nil
+			}
+		}
+	}
+	return nil, 0, 0, fmt.Errorf("%w: %q", ErrMissingTensor, name)
+}

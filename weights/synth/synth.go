@@ -1,0 +1,226 @@
+// Package synth writes random-weight checkpoints in the shapes of real models (Llama-3.2-1B,
+// Llama-3.1-8B, Qwen2.5-0.5B, ...) as Hugging Face folders, for tests and benchmarks at real
+// sizes where no weights can be downloaded. The weights are scaled so that the logits are
+// peaked (greedy text is not a tie of near-equal tokens), and written shard by shard with a
+// model.safetensors.index.json, never the whole model in memory.
+package synth
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/wspec/wspec/weights"
+)
+
+// Shapes are the real models' shapes by name (config.json's sizes; random weights).
+var Shapes = map[string]weights.Config{
+	"llama-3.2-1b": {Arch: "llama", Dim: 2048, HiddenDim: 8192, NLayers: 16, NHeads: 32, NKVHeads: 8, HeadDim: 64,
+		Vocab: 128256, MaxSeq: 131072, RopeTheta: 500000, RMSEps: 1e-5, TieEmbed: true, BOS: 128000, EOS: []int{128001},
+		RopeScaling: &weights.RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}},
+	"llama-3.1-8b": {Arch: "llama", Dim: 4096, HiddenDim: 14336, NLayers: 32, NHeads: 32, NKVHeads: 8, HeadDim: 128,
+		Vocab: 128256, MaxSeq: 131072, RopeTheta: 500000, RMSEps: 1e-5, BOS: 128000, EOS: []int{128001},
+		RopeScaling: &weights.RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}},
+	"qwen2.5-0.5b": {Arch: "qwen2", Dim: 896, HiddenDim: 4864, NLayers: 24, NHeads: 14, NKVHeads: 2, HeadDim: 64,
+		Vocab: 151936, MaxSeq: 32768, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, AttnBias: true, BOS: -1, EOS: []int{151643}},
+	"smollm2-135m": {Arch: "llama", Dim: 576, HiddenDim: 1536, NLayers: 30, NHeads: 9, NKVHeads: 3, HeadDim: 64,
+		Vocab: 49152, MaxSeq: 8192, RopeTheta: 100000, RMSEps: 1e-5, TieEmbed: true, BOS: 0, EOS: []int{0}},
+}
+
+// Names lists the shapes, sorted.
+func Names() []string {
+	var out []string
+	for n := range Shapes {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Options choose the random checkpoint.
+type Options struct {
+	DType      weights.DType // F16, BF16 or F32 storage
+	Seed       uint64
+	ShardBytes int64  // about this many bytes a shard (default 1 GiB)
+	Tokenizer  string // a tokenizer.json to copy (default: a byte-level one of 256 bytes + BOS/EOS)
+}
+
+// Write writes a random checkpoint of shape cfg into dir (which must not exist): config.json,
+// generation_config.json, tokenizer.json and safetensors shards with their index.
+func Write(dir string, cfg weights.Config, o Options) error {
+	if o.DType == "" {
+		o.DType = weights.F16
+	}
+	if o.ShardBytes <= 0 {
+		o.ShardBytes = 1 << 30
+	}
+	return weights.WriteFolder(dir, false, func(tmp string) error {
+		if err := weights.WriteConfig(tmp, &cfg); err != nil {
+			return err
+		}
+		if err := writeTokenizer(tmp, cfg, o.Tokenizer); err != nil {
+			return err
+		}
+		return writeShards(tmp, cfg, o)
+	})
+}
+
+// writeShards writes the tensors in file order, a shard at a time.
+func writeShards(dir string, cfg weights.Config, o Options) error {
+	rng := rand.New(rand.NewPCG(o.Seed, 0x5EED))
+	elem := int64(o.DType.Size())
+	specs := cfg.ExpectedTensors()
+	weightMap := map[string]string{}
+	var shard []weights.Tensor
+	var shardBytes int64
+	nShards := 0
+	var names []string
+	flush := func() error {
+		if len(shard) == 0 {
+			return nil
+		}
+		nShards++
+		name := fmt.Sprintf("model-%05d.safetensors", nShards)
+		names = append(names, name)
+		for _, t := range shard {
+			weightMap[t.Name] = name
+		}
+		err := weights.WriteSafeTensors(filepath.Join(dir, name), shard, map[string]string{"format": "pt"})
+		shard, shardBytes = nil, 0
+		return err
+	}
+	for _, sp := range specs {
+		n := 1
+		for _, d := range sp.Shape {
+			n *= d
+		}
+		if shardBytes+int64(n)*elem > o.ShardBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		v := values(rng, sp, cfg, n)
+		var t weights.Tensor
+		switch o.DType {
+		case weights.F32:
+			t = weights.F32Tensor(sp.Name, sp.Shape, v)
+		case weights.BF16:
+			t = weights.BF16Tensor(sp.Name, sp.Shape, v)
+		default:
+			t = weights.F16Tensor(sp.Name, sp.Shape, v)
+		}
+		shard, shardBytes = append(shard, t), shardBytes+int64(len(t.Data))
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	// Rename model-0000i.safetensors to model-0000i-of-0000n.safetensors, as transformers does.
+	final := map[string]string{}
+	for i, name := range names {
+		to := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, nShards)
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, to)); err != nil {
+			return err
+		}
+		final[name] = to
+	}
+	for k, v := range weightMap {
+		weightMap[k] = final[v]
+	}
+	b, err := json.MarshalIndent(map[string]any{"metadata": map[string]any{}, "weight_map": weightMap}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, weights.IndexFileName), b, 0o644)
+}
+
+// values draws a tensor's random values: norms near 1, biases small, matrices N(0, s^2) with
+// s = 1/sqrt(fan-in) (the residual stream keeps its scale through the layers), the embedding
+// (and LM head) wider, so that the logits are peaked.
+func values(rng *rand.Rand, sp weights.TensorSpec, cfg weights.Config, n int) []float32 {
+	v := make([]float32, n)
+	name := sp.Name
+	switch {
+	case strings.HasSuffix(name, "norm.weight"):
+		for i := range v {
+			v[i] = float32(1 + 0.1*rng.NormFloat64())
+		}
+		return v
+	case strings.HasSuffix(name, ".bias"):
+		for i := range v {
+			v[i] = float32(0.02 * rng.NormFloat64())
+		}
+		return v
+	}
+	scale := 1 / math.Sqrt(float64(sp.Shape[len(sp.Shape)-1]))
+	if name == weights.EmbedTensorName || name == weights.LMHeadTensorName {
+		scale = 1.0 // peaked logits: a token's embedding and the last hidden state line up strongly
+	}
+	for i := range v {
+		v[i] = float32(scale * rng.NormFloat64())
+	}
+	return v
+}
+
+// writeTokenizer copies the tokenizer.json given, or writes a byte-level BPE tokenizer of the
+// 256 bytes and the config's BOS and EOS (ids past them unused).
+func writeTokenizer(dir string, cfg weights.Config, from string) error {
+	dst := filepath.Join(dir, "tokenizer.json")
+	if from != "" {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	}
+	vocab := map[string]int{}
+	for i, r := range byteRunes() {
+		vocab[string(r)] = i
+	}
+	var added []map[string]any
+	for _, id := range append([]int{cfg.BOS}, cfg.EOS...) {
+		if id < 0 {
+			continue
+		}
+		name := fmt.Sprintf("<|special_%d|>", id)
+		if id < 256 {
+			continue // a byte's id (small vocabularies): no special token
+		}
+		vocab[name] = id
+		added = append(added, map[string]any{"id": id, "content": name, "special": true, "single_word": false,
+			"lstrip": false, "rstrip": false, "normalized": false})
+	}
+	doc := map[string]any{
+		"version":        "1.0",
+		"added_tokens":   added,
+		"normalizer":     nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": nil,
+		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model":          map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}, "byte_fallback": false},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+// byteRunes is GPT-2's byte-to-unicode table: byte b's character.
+func byteRunes() []rune {
+	var out [256]rune
+	n := 0
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			out[b] = rune(b)
+		} else {
+			out[b] = rune(256 + n)
+			n++
+		}
+	}
+	return out[:]
+}
