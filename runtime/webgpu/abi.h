@@ -54,6 +54,11 @@ typedef struct WGPUAdapterInfo {
   uint32_t backendType, adapterType, vendorID, deviceID, subgroupMinSize, subgroupMaxSize;
 } WGPUAdapterInfo;
 
+typedef struct WGPUMemoryHeapInfo { uint64_t properties; uint64_t size; } WGPUMemoryHeapInfo;
+typedef struct WGPUAdapterPropertiesMemoryHeaps {
+  WGPUChainedStruct chain; size_t heapCount; const WGPUMemoryHeapInfo *heapInfo;
+} WGPUAdapterPropertiesMemoryHeaps;
+
 typedef struct WGPULimits {
   WGPUChainedStruct *nextInChain;
   uint32_t maxTextureDimension1D, maxTextureDimension2D, maxTextureDimension3D, maxTextureArrayLayers;
@@ -151,6 +156,8 @@ enum {
   WSPEC_FEATURE_TIMESTAMP_QUERY = 0x00000003,
   WSPEC_FEATURE_SHADER_F16 = 0x0000000A,
   WSPEC_FEATURE_SUBGROUPS = 0x00000011,
+  WSPEC_FEATURE_MEMORY_HEAPS = 0x00050015,
+  WSPEC_STYPE_MEMORY_HEAPS = 0x00050013,
   WSPEC_STATUS_SUCCESS = 0x00000001,
   WSPEC_WAIT_SUCCESS = 0x00000001,
   WSPEC_WAIT_TIMED_OUT = 0x00000002,

@@ -94,6 +94,16 @@ type AdapterInfo struct {
 	SubgroupMax  uint32      `json:"subgroup_max_size"`
 	Features     []string    `json:"features"`
 	Limits       Limits      `json:"limits"`
+	// MemoryHeaps are the adapter's memory heaps, where it reports them (Dawn's
+	// adapter-properties-memory-heaps feature); nil otherwise.
+	MemoryHeaps []MemoryHeap `json:"memory_heaps,omitempty"`
+}
+
+// MemoryHeap is one of an adapter's memory heaps.
+type MemoryHeap struct {
+	Size        uint64 `json:"size"`
+	DeviceLocal bool   `json:"device_local"` // the device's own memory (a discrete GPU's VRAM)
+	HostVisible bool   `json:"host_visible"`
 }
 
 // Name is a one-line name: "llvmpipe (LLVM 15.0.6, 256 bits) [vulkan, cpu]".
@@ -117,8 +127,23 @@ func newAdapter(in *Instance, h C.WGPUAdapter) (*Adapter, error) {
 	a := &Adapter{in: in, h: h}
 	info := (*C.WGPUAdapterInfo)(C.calloc(1, C.sizeof_WGPUAdapterInfo))
 	defer C.free(unsafe.Pointer(info))
+	var heaps *C.WGPUAdapterPropertiesMemoryHeaps
+	if C.w_wgpuAdapterHasFeature(h, C.WSPEC_FEATURE_MEMORY_HEAPS) != 0 {
+		heaps = (*C.WGPUAdapterPropertiesMemoryHeaps)(C.calloc(1, C.sizeof_WGPUAdapterPropertiesMemoryHeaps))
+		defer C.free(unsafe.Pointer(heaps))
+		heaps.chain.sType = C.WSPEC_STYPE_MEMORY_HEAPS
+		info.nextInChain = &heaps.chain
+	}
 	if C.w_wgpuAdapterGetInfo(h, info) != C.WSPEC_STATUS_SUCCESS {
 		return nil, fmt.Errorf("%w: wgpuAdapterGetInfo failed", ErrValidation)
+	}
+	var memHeaps []MemoryHeap
+	if heaps != nil {
+		for _, hi := range unsafe.Slice(heaps.heapInfo, int(heaps.heapCount)) {
+			memHeaps = append(memHeaps, MemoryHeap{Size: uint64(hi.size), DeviceLocal: hi.properties&1 != 0, HostVisible: hi.properties&2 != 0})
+		}
+		C.w_wgpuAdapterPropertiesMemoryHeapsFreeMembers(*heaps)
+		info.nextInChain = nil
 	}
 	a.Info = AdapterInfo{
 		Vendor: goString(info.vendor), Architecture: goString(info.architecture),
@@ -127,6 +152,7 @@ func newAdapter(in *Instance, h C.WGPUAdapter) (*Adapter, error) {
 		VendorID: uint32(info.vendorID), DeviceID: uint32(info.deviceID),
 		SubgroupMin: uint32(info.subgroupMinSize), SubgroupMax: uint32(info.subgroupMaxSize),
 	}
+	a.Info.MemoryHeaps = memHeaps
 	a.Info.BackendName = a.Info.Backend.String()
 	a.Info.TypeName = a.Info.Type.String()
 	C.w_wgpuAdapterInfoFreeMembers(*info)

@@ -15,6 +15,7 @@
   X(WGPUFuture, wgpuInstanceRequestAdapter, (WGPUInstance i, const WGPURequestAdapterOptions *o, WGPURequestAdapterCallbackInfo c), (i, o, c)) \
   X(uint32_t, wgpuAdapterGetInfo, (WGPUAdapter a, WGPUAdapterInfo *info), (a, info)) \
   V(wgpuAdapterInfoFreeMembers, (WGPUAdapterInfo info), (info)) \
+  V(wgpuAdapterPropertiesMemoryHeapsFreeMembers, (WGPUAdapterPropertiesMemoryHeaps h), (h)) \
   X(uint32_t, wgpuAdapterGetLimits, (WGPUAdapter a, WGPULimits *l), (a, l)) \
   X(WGPUBool, wgpuAdapterHasFeature, (WGPUAdapter a, uint32_t f), (a, f)) \
   V(wgpuAdapterGetFeatures, (WGPUAdapter a, WGPUSupportedFeatures *f), (a, f)) \
