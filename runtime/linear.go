@@ -48,12 +48,21 @@ func (d *Device) UploadLinear(name string, w []float32, rows, k int, wt wgsl.Wei
 	if len(w) != rows*k {
 		return nil, fmt.Errorf("runtime: %s has %d values, want %d x %d", name, len(w), rows, k)
 	}
-	elem := 4
-	if wt == wgsl.F16 {
-		elem = 2
+	l, err := d.NewLinear(name, rows, k, wt)
+	if err != nil {
+		return nil, err
 	}
-	k4 := (k + 3) / 4
-	blockBytes := uint64(Block * k4 * 4 * elem)
+	if err := l.WriteRows(0, w); err != nil {
+		l.Release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// NewLinear makes a [rows, k] matrix of weight type wt on the device (zeros until written),
+// split into parts of whole blocks that each fit a storage binding.
+func (d *Device) NewLinear(name string, rows, k int, wt wgsl.WeightType) (*Linear, error) {
+	blockBytes := linearBlockBytes(k, wt)
 	perPart := int(d.Limits.MaxStorageBufferBindingSize/blockBytes) * Block
 	if perPart < Block {
 		return nil, fmt.Errorf("runtime: one block of %d rows of %s (%d bytes) exceeds the adapter's storage binding limit %d", Block, name, blockBytes, d.Limits.MaxStorageBufferBindingSize)
@@ -61,9 +70,45 @@ func (d *Device) UploadLinear(name string, w []float32, rows, k int, wt wgsl.Wei
 	l := &Linear{Rows: rows, K: k, WT: wt}
 	for r0 := 0; r0 < rows; r0 += perPart {
 		n := min(perPart, rows-r0)
-		blocked := BlockedLayout(w[r0*k:(r0+n)*k], n, k)
+		buf, err := d.NewStorage(fmt.Sprintf("%s[%d:%d]", name, r0, r0+n), uint64((n+Block-1)/Block)*blockBytes)
+		if err != nil {
+			l.Release()
+			return nil, fmt.Errorf("allocating %s: %w", name, err)
+		}
+		l.parts = append(l.parts, linearPart{buf: buf, row0: r0, rows: n})
+	}
+	return l, nil
+}
+
+// linearBlockBytes is the bytes of one block of Block rows of K columns.
+func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
+	elem := 4
+	if wt == wgsl.F16 {
+		elem = 2
+	}
+	return uint64(Block * ((k + 3) / 4) * 4 * elem)
+}
+
+// WriteRows writes rows row0 .. row0 + len(w)/K of the matrix from w (row-major). row0 is a
+// multiple of Block, and so is the number of rows unless they end the matrix: the rows a
+// block holds are written together.
+func (l *Linear) WriteRows(row0 int, w []float32) error {
+	n := len(w) / l.K
+	switch {
+	case len(w)%l.K != 0 || row0%Block != 0 || row0 < 0 || row0+n > l.Rows || (n%Block != 0 && row0+n != l.Rows):
+		return fmt.Errorf("runtime: rows %d..%d (%d values) of a [%d, %d] matrix: want whole blocks of %d rows", row0, row0+n, len(w), l.Rows, l.K, Block)
+	case n == 0:
+		return nil
+	}
+	blockBytes := linearBlockBytes(l.K, l.WT)
+	for _, p := range l.parts {
+		lo, hi := max(row0, p.row0), min(row0+n, p.row0+p.rows)
+		if lo >= hi {
+			continue
+		}
+		blocked := BlockedLayout(w[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
 		var raw []byte
-		if wt == wgsl.F16 {
+		if l.WT == wgsl.F16 {
 			raw = make([]byte, 2*len(blocked))
 			for i, f := range blocked {
 				h := weights.F32ToF16(f)
@@ -72,14 +117,9 @@ func (d *Device) UploadLinear(name string, w []float32, rows, k int, wt wgsl.Wei
 		} else {
 			raw = F32Bytes(blocked)
 		}
-		buf, err := d.UploadBytes(fmt.Sprintf("%s[%d:%d]", name, r0, r0+n), raw)
-		if err != nil {
-			l.Release()
-			return nil, fmt.Errorf("uploading %s: %w", name, err)
-		}
-		l.parts = append(l.parts, linearPart{buf: buf, row0: r0, rows: n})
+		p.buf.Write(uint64((lo-p.row0)/Block)*blockBytes, raw)
 	}
-	return l, nil
+	return nil
 }
 
 // Parts is the number of row parts (storage bindings) the matrix is split into.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
 )
 
 // The recorded ops that the target model and the drafter heads share.
@@ -34,6 +35,7 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 // PageTable's first entry. Dummy (at least 64 bytes) stands in for the buffers not used.
 type AttnBuffers struct {
 	QKV, PageTable, KC, VC, Out *webgpu.Buffer
+	KVType                      wgsl.WeightType // KC and VC hold f32 or f16
 	Rows, Seqs, Blocks          *webgpu.Buffer
 	Dummy                       *webgpu.Buffer
 }
@@ -67,7 +69,7 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuff
 	}
 	work := uint32((c.NHeads+c.NKVHeads)*hd/2 + c.NKVHeads*hd) // rotation pairs + v elements
 	err := p.Add(KernelCall{
-		Kernel: "rope_kv", Overrides: o, Params: rope,
+		Kernel: "rope_kv", Weights: b.KVType, Overrides: o, Params: rope,
 		Buffers: []webgpu.Binding{{Buffer: b.QKV}, {Buffer: b.PageTable}, {Buffer: b.KC}, {Buffer: b.VC}, {Buffer: rowsB}, {Buffer: seqsB}},
 		Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(work, 64), s.M, 1 },
 	})
@@ -92,7 +94,7 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuff
 		ao["BATCH"] = 1
 	}
 	return p.Add(KernelCall{
-		Kernel: kernel, Overrides: ao,
+		Kernel: kernel, Weights: b.KVType, Overrides: ao,
 		Params: AttnParams{NHeads: heads, NKV: uint32(c.NKVHeads), HeadDim: uint32(hd), PageSize: uint32(pageSize),
 			QStride: uint32((c.NHeads + 2*c.NKVHeads) * hd), Scale: float32(1 / math.Sqrt(float64(hd)))},
 		Buffers: []webgpu.Binding{{Buffer: b.QKV}, {Buffer: b.PageTable}, {Buffer: b.KC}, {Buffer: b.VC}, {Buffer: b.Out},

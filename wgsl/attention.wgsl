@@ -11,6 +11,7 @@
 // head's dimensions over the chunk's values (each read once for all rows), each position's
 // weight passed round with subgroupShuffle. head_dim is a multiple of 4, ROWS * head_dim / 4
 // <= MAXQ and head_dim / 4 <= MAXA x the subgroup size (attention_wg.wgsl covers the rest).
+// The cache holds wtype (the f16 variant: a half-size KV cache); scores and sums are f32.
 //!enable subgroups
 //!diagnostic off, subgroup_uniformity
 //!include common.wgsl
@@ -24,8 +25,8 @@ struct Params {
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> q: array<f32>;           // [m, q_stride], q heads first
 @group(0) @binding(3) var<storage, read> pages: array<u32>;       // [max_pages]
-@group(0) @binding(4) var<storage, read> kc: array<vec4f>;        // [n_pages, page_size, n_kv, hd / 4]
-@group(0) @binding(5) var<storage, read> vc: array<vec4f>;        // [n_pages, page_size, n_kv, hd / 4]
+@group(0) @binding(4) var<storage, read> kc: array<vec4<wtype>>;  // [n_pages, page_size, n_kv, hd / 4], the KV cache's type
+@group(0) @binding(5) var<storage, read> vc: array<vec4<wtype>>;  // [n_pages, page_size, n_kv, hd / 4]
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;   // [m, n_heads * hd]
 @group(0) @binding(7) var<storage, read> rows: array<RowInfo>;    // [m] with BATCH
 @group(0) @binding(8) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs] with BATCH
@@ -86,7 +87,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     if (t < T) {
       let kb = kv4(po, t, kvh);
       for (var i = 0u; i < d4; i++) {
-        let kv = kc[kb + i];
+        let kv = vec4f(kc[kb + i]);
         for (var r = 0u; r < ROWS; r++) { s[r] += dot(qv[r * d4 + i], kv); }
       }
     }
@@ -109,7 +110,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       for (var a = 0u; a < na; a++) {
         let i = lane + a * sgs;
         if (i < d4) {
-          let v = vc[vb + i];
+          let v = vec4f(vc[vb + i]);
           for (var r = 0u; r < ROWS; r++) { acc[r * MAXA + a] += pt[r] * v; }
         }
       }

@@ -16,8 +16,8 @@ struct Params {
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> q: array<f32>;          // [m, q_stride], q heads first
 @group(0) @binding(3) var<storage, read> pages: array<u32>;      // [max_pages]
-@group(0) @binding(4) var<storage, read> kc: array<f32>;         // [n_pages, page_size, n_kv, hd]
-@group(0) @binding(5) var<storage, read> vc: array<f32>;         // [n_pages, page_size, n_kv, hd]
+@group(0) @binding(4) var<storage, read> kc: array<wtype>;       // [n_pages, page_size, n_kv, hd], the KV cache's type
+@group(0) @binding(5) var<storage, read> vc: array<wtype>;       // [n_pages, page_size, n_kv, hd]
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;  // [m, n_heads * hd]
 @group(0) @binding(7) var<storage, read> rows: array<RowInfo>;   // [m] with BATCH
 @group(0) @binding(8) var<storage, read> seqs: array<SeqInfo>;   // [n_seqs] with BATCH
@@ -75,7 +75,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     if (t < T) {
       let kb = kv_index(t, kvh);
       s = 0.0;
-      for (var d = 0u; d < hd; d++) { s += qs[d] * kc[kb + d]; }
+      for (var d = 0u; d < hd; d++) { s += qs[d] * f32(kc[kb + d]); }
     }
     red[l.x] = s;
     let new_max = max(run_max, reduce(true));
@@ -93,7 +93,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
       let pt = sc[tt];
       for (var j = 0u; j < 4u; j++) {
         let d = l.x + j * WG;
-        if (d < hd) { acc[j] += pt * vc[vb + d]; }
+        if (d < hd) { acc[j] += pt * f32(vc[vb + d]); }
       }
     }
     run_max = new_max;

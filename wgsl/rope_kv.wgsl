@@ -3,6 +3,7 @@
 // copied into the sequence's pages of the paged KV cache. One invocation per rotation pair
 // or per v element, one grid row per new token m, at position pos0 + m (one sequence) or, with
 // BATCH, at the position rows[m] gives, in the pages of its sequence.
+// The cache holds wtype: the f16 variant is a half-size KV cache (k and v rounded to f16).
 // LLAMA3 applies Llama-3 frequency scaling (factor, low/high frequency factors, original
 // context), as in transformers' _compute_llama3_parameters.
 //!include common.wgsl
@@ -15,8 +16,8 @@ struct Params {
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read_write> qkv: array<f32>;   // [m, (n_heads + 2 n_kv) * hd]
 @group(0) @binding(3) var<storage, read> pages: array<u32>;       // [max_pages]: logical -> physical page
-@group(0) @binding(4) var<storage, read_write> kc: array<f32>;    // [n_pages, page_size, n_kv, hd]
-@group(0) @binding(5) var<storage, read_write> vc: array<f32>;    // [n_pages, page_size, n_kv, hd]
+@group(0) @binding(4) var<storage, read_write> kc: array<wtype>;  // [n_pages, page_size, n_kv, hd], the KV cache's type
+@group(0) @binding(5) var<storage, read_write> vc: array<wtype>;  // [n_pages, page_size, n_kv, hd]
 @group(0) @binding(6) var<storage, read> rows: array<RowInfo>;    // [m] with BATCH
 @group(0) @binding(7) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs] with BATCH
 override WG: u32 = 64;
@@ -74,11 +75,11 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
       qkv[a + half] = r1;
     } else {
       let kv = (slot + h - P.n_heads) * hd + j;
-      kc[kv] = r0;
-      kc[kv + half] = r1;
+      kc[kv] = wtype(r0);
+      kc[kv + half] = wtype(r1);
     }
   } else if (i < n_pairs + P.n_kv * hd) {
     let e = i - n_pairs;
-    vc[slot * hd + e] = qkv[row + (P.n_heads + P.n_kv) * hd + e];
+    vc[slot * hd + e] = wtype(qkv[row + (P.n_heads + P.n_kv) * hd + e]);
   }
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -54,10 +55,14 @@ func writeHF(t *testing.T, dir string, w *weights.LlamaWeights, dt string) {
 }
 
 // TestHFCheckpointLogits: random checkpoints written in Hugging Face format (F32, F16, BF16
-// files; GQA; tied and untied; biases; Llama-3 rope scaling) load, and the device's logits
-// match the reference forward of the loaded weights, with f32 and f16 device weights.
+// files; GQA; tied and untied; biases; Llama-3 rope scaling) stream to the device from their
+// files (in chunks of a few rows, so that chunks cross the fused matrices' parts and the
+// weights' blocks), and the device's logits match the reference forward of the weights read
+// whole, with f32 and f16 device weights.
 func TestHFCheckpointLogits(t *testing.T) {
 	d := testDevice(t)
+	defer func(old int) { chunkBytes = old }(chunkBytes)
+	chunkBytes = 3000
 	for ci, cfg := range testConfigs {
 		for _, dt := range []string{"F32", "F16", "BF16"} {
 			t.Run(fmt.Sprintf("%d-%s", ci, dt), func(t *testing.T) {
@@ -74,9 +79,24 @@ func TestHFCheckpointLogits(t *testing.T) {
 				if dt != "F32" {
 					wt = wgsl.F16
 				}
-				m, err := New(d, host, Options{Weights: wt, PageSize: 16})
+				ck, err := weights.OpenCheckpoint(dir)
 				if err != nil {
 					t.Fatal(err)
+				}
+				defer ck.Close()
+				var progress int64
+				m, err := Load(d, host.Cfg, ck, Options{Weights: wt, PageSize: 16, Progress: func(done, total int64) {
+					if done > total || done < progress {
+						t.Errorf("progress %d of %d after %d", done, total, progress)
+					}
+					progress = done
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Release()
+				if size := fileSize(t, filepath.Join(dir, "model.safetensors")); progress == 0 || progress > size {
+					t.Errorf("progress reached %d of a %d-byte file", progress, size)
 				}
 				toks := []int{1, 2, 3, 5, 8, 13, 21, 34}
 				if _, err := m.Forward(m.Pool().NewSequence(), toks, 0, nil, batch.Sampling{}); err != nil {
@@ -138,4 +158,13 @@ func TestSplitWeights(t *testing.T) {
 			t.Fatalf("logits off by %.2g at %d", e, at)
 		}
 	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }

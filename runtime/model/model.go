@@ -20,6 +20,7 @@ import (
 // Options size the device model.
 type Options struct {
 	Weights      wgsl.WeightType // f32 or f16 weight storage (activations are f32)
+	KVType       wgsl.WeightType // f32 or f16 KV cache (f16 needs the device's shader-f16)
 	PageSize     int             // KV slots per page (default 16)
 	Pages        int             // pages in the pool (default: enough for 2 full contexts)
 	MaxDraft     int             // most draft tokens one sequence verifies in a step (default 8)
@@ -31,6 +32,8 @@ type Options struct {
 	// function it returns when it is done. A CPU adapter compiles a program's kernels at its
 	// first run: seconds, the first time on a machine (the driver caches them).
 	FirstRun func(what string) (done func())
+	// Progress, when set, is told how many bytes of weights have been read of how many.
+	Progress weights.Progress
 	// AuxLayers asks for snapshots of the residual stream entering these layers, for every
 	// row of a step, side by side ([chunk, len(AuxLayers) * dim]): EAGLE-3's features.
 	AuxLayers []int
@@ -43,15 +46,22 @@ type Options struct {
 // SlotPerSequence as Options.FeatureSlots gives every sequence a step can hold a slot.
 const SlotPerSequence = -1
 
+// Defaults of Options.
+const (
+	DefaultPageSize = 16
+	DefaultMaxDraft = 8
+	DefaultMaxSeqs  = 16
+)
+
 func (o *Options) defaults(cfg *weights.Config) {
 	if o.PageSize <= 0 {
-		o.PageSize = 16
+		o.PageSize = DefaultPageSize
 	}
 	if o.Pages <= 0 {
 		o.Pages = 2 * ((cfg.MaxSeq + o.PageSize - 1) / o.PageSize)
 	}
 	if o.MaxDraft <= 0 {
-		o.MaxDraft = 8
+		o.MaxDraft = DefaultMaxDraft
 	}
 	if o.MaxDraft > 15 {
 		o.MaxDraft = 15 // a verify program holds at most 16 rows
@@ -60,7 +70,7 @@ func (o *Options) defaults(cfg *weights.Config) {
 		o.PrefillChunk = 128
 	}
 	if o.MaxSeqs <= 0 {
-		o.MaxSeqs = 16
+		o.MaxSeqs = DefaultMaxSeqs
 	}
 	if o.MaxLogitRows <= 0 {
 		o.MaxLogitRows = 64
@@ -79,7 +89,7 @@ type deviceLayer struct {
 	wo                *runtime.Linear // [dim, n_heads * hd]
 	w13               *runtime.Linear // [2 hidden, dim]: gate, up stacked
 	w2                *runtime.Linear // [dim, hidden]
-	kc, vc            *webgpu.Buffer  // [n_pages, page_size, n_kv, hd] f32
+	kc, vc            *webgpu.Buffer  // [n_pages, page_size, n_kv, hd] of Opts.KVType
 }
 
 // Model is a Llama-family decoder on the device with its paged KV cache. One Step is one
@@ -128,81 +138,44 @@ type Model struct {
 	chainSt         *chainState               // DecodeChain's, from its first use
 }
 
-// NewModel uploads host weights and records the decode and prefill programs.
+// New uploads host weights (see Load).
 func New(d *runtime.Device, w *weights.LlamaWeights, opts Options) (*Model, error) {
-	cfg := w.Cfg
+	return Load(d, w.Cfg, w, opts)
+}
+
+// Load streams a model of configuration cfg from src to the device (a bounded chunk at a
+// time: see load.go) and records the decode and prefill programs. On error what was
+// allocated is released.
+func Load(d *runtime.Device, cfg weights.Config, src weights.TensorSource, opts Options) (*Model, error) {
 	opts.defaults(&cfg)
+	if opts.KVType == wgsl.F16 && !d.HasF16 {
+		return nil, fmt.Errorf("%w: an f16 KV cache needs the adapter's shader-f16", batch.ErrBadInput)
+	}
 	m := &Model{d: d, Cfg: cfg, Opts: opts, pool: kv.NewPagePool(opts.Pages, opts.PageSize),
 		ran: map[*runtime.Program]bool{}}
-	if err := m.upload(w); err != nil {
-		return nil, err
-	}
-	if err := m.allocate(); err != nil {
-		return nil, err
-	}
-	if err := m.allocateSlots(); err != nil {
-		return nil, err
-	}
-	var err error
-	if m.decode, err = m.record(1, 1); err != nil {
-		return nil, err
-	}
-	if m.prefill, err = m.record(8, 8); err != nil {
+	if err := m.build(src); err != nil {
+		m.Release()
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *Model) upload(w *weights.LlamaWeights) error {
-	c, d, wt := m.Cfg, m.d, m.Opts.Weights
+func (m *Model) build(src weights.TensorSource) error {
+	if err := m.upload(src); err != nil {
+		return err
+	}
+	if err := m.allocate(); err != nil {
+		return err
+	}
+	if err := m.allocateSlots(); err != nil {
+		return err
+	}
 	var err error
-	if m.embed, err = d.UploadLinear("embed", w.Embed, c.Vocab, c.Dim, wt); err != nil {
+	if m.decode, err = m.record(1, 1); err != nil {
 		return err
 	}
-	m.lmHead = m.embed
-	if !c.TieEmbed {
-		if m.lmHead, err = d.UploadLinear("lm_head", w.LMHead, c.Vocab, c.Dim, wt); err != nil {
-			return err
-		}
-	}
-	if m.norm, err = d.UploadF32("norm", w.Norm); err != nil {
-		return err
-	}
-	qRows, kvRows := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
-	kvBytes := uint64(m.Opts.Pages * m.Opts.PageSize * kvRows * 4)
-	for i, ly := range w.Layers {
-		var dl deviceLayer
-		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
-		steps := []func() error{
-			func() (e error) { dl.attnNorm, e = d.UploadF32(name("attn_norm"), ly.AttnNorm); return },
-			func() (e error) { dl.ffnNorm, e = d.UploadF32(name("ffn_norm"), ly.FFNNorm); return },
-			func() (e error) {
-				dl.qkv, e = d.UploadLinear(name("qkv"), concat(ly.Wq, ly.Wk, ly.Wv), qRows+2*kvRows, c.Dim, wt)
-				return
-			},
-			func() (e error) {
-				if c.AttnBias {
-					dl.qkvBias, e = d.UploadF32(name("qkv_bias"), concat(ly.Bq, ly.Bk, ly.Bv))
-				}
-				return
-			},
-			func() (e error) { dl.wo, e = d.UploadLinear(name("wo"), ly.Wo, c.Dim, qRows, wt); return },
-			func() (e error) {
-				dl.w13, e = d.UploadLinear(name("w13"), concat(ly.WGate, ly.WUp), 2*c.HiddenDim, c.Dim, wt)
-				return
-			},
-			func() (e error) { dl.w2, e = d.UploadLinear(name("w2"), ly.WDown, c.Dim, c.HiddenDim, wt); return },
-			func() (e error) { dl.kc, e = d.NewStorage(name("k_cache"), kvBytes); return },
-			func() (e error) { dl.vc, e = d.NewStorage(name("v_cache"), kvBytes); return },
-		}
-		for _, s := range steps {
-			if err := s(); err != nil {
-				return err
-			}
-		}
-		m.layers = append(m.layers, dl)
-	}
-	return nil
+	m.prefill, err = m.record(8, 8)
+	return err
 }
 
 func (m *Model) allocate() error {

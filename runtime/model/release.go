@@ -25,15 +25,20 @@ func (m *Model) Release() {
 		m.chainSt.release()
 		m.chainSt = nil
 	}
-	m.decode.Release()
-	m.prefill.Release()
+	for _, p := range []*runtime.Program{m.decode, m.prefill} {
+		if p != nil {
+			p.Release()
+		}
+	}
 	for _, v := range m.verify {
 		if v != nil {
 			v.Release()
 		}
 	}
 	for _, l := range linears {
-		l.Release()
+		if l != nil {
+			l.Release()
+		}
 	}
 	for _, b := range bufs {
 		if b != nil {

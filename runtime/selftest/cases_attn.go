@@ -76,20 +76,26 @@ func cacheIndex(table []uint32, t, h, nKV, hd int) int {
 
 func ropeCases() []testCase {
 	var out []testCase
-	for _, l3 := range []bool{false, true} {
-		for _, batch := range []bool{false, true} {
-			variant := "f32"
-			if l3 {
-				variant += "+LLAMA3"
-			}
-			if batch {
-				variant += "+BATCH"
-			}
-			for _, h := range ropeHeads {
-				for _, hd := range []int{2, 8, 48, 64} {
-					for m := 1; m <= 5; m++ {
-						out = append(out, newCase("rope_kv", variant, fmt.Sprintf("heads=%d/%d hd=%d m=%d", h[0], h[1], hd, m), wgsl.F32,
-							func(c *checker) { ropeRun(c, l3, batch, h[0], h[1], hd, m) }))
+	for _, wt := range weightTypes { // the KV cache's type
+		for _, l3 := range []bool{false, true} {
+			for _, batch := range []bool{false, true} {
+				variant := wt.String()
+				if l3 {
+					variant += "+LLAMA3"
+				}
+				if batch {
+					variant += "+BATCH"
+				}
+				for _, h := range ropeHeads {
+					for _, hd := range []int{2, 8, 48, 64} {
+						for m := 1; m <= 5; m++ {
+							tc := newCase("rope_kv", variant, fmt.Sprintf("heads=%d/%d hd=%d m=%d", h[0], h[1], hd, m), wt,
+								func(c *checker) { ropeRun(c, wt, l3, batch, h[0], h[1], hd, m) })
+							if wt == wgsl.F16 && m%2 == 0 { // the quick tier: f16 caches with 1, 3 and 5 tokens
+								tc = fullOnly(tc)
+							}
+							out = append(out, tc)
+						}
 					}
 				}
 			}
@@ -103,7 +109,7 @@ func ropeCases() []testCase {
 // slot keeping its poison. One sequence's tokens start at pos0 (13..15 plus a multiple of 16,
 // so several tokens cross a page boundary); with batch the rows go round-robin to up to three
 // sequences, each with its own pos0 and page table (BATCH reads them per row).
-func ropeRun(c *checker, l3, batch bool, nH, nKV, hd, m int) {
+func ropeRun(c *checker, wt wgsl.WeightType, l3, batch bool, nH, nKV, hd, m int) {
 	nSeq := 1
 	if batch {
 		nSeq = min(3, m)
@@ -127,7 +133,7 @@ func ropeRun(c *checker, l3, batch bool, nH, nKV, hd, m int) {
 	width := (nH + 2*nKV) * hd
 	qkv := c.uniform((m+1)*width, 1)
 	nCache := nPhys * pageSize * nKV * hd
-	qkvB, kc, vc := c.f32(qkv), c.poisoned(nCache), c.poisoned(nCache)
+	qkvB, kc, vc := c.f32(qkv), c.kvBuffer(poisonSlice(nCache), wt), c.kvBuffer(poisonSlice(nCache), wt)
 	p := runtime.RopeParams{NHeads: uint32(nH), NKV: uint32(nKV), HeadDim: uint32(hd), PageSize: pageSize, Theta: 10000}
 	var scaling *weights.RopeScaling
 	o := runtime.Overrides{}
@@ -145,7 +151,7 @@ func ropeRun(c *checker, l3, batch bool, nH, nKV, hd, m int) {
 		rowsB, seqsB, pagesB = c.batchBuffers(rowSeq, rowPos, tables, 8)
 	}
 	threads := (nH+nKV)*hd/2 + nKV*hd
-	c.dispatch(step, runtime.KernelCall{Kernel: "rope_kv", Weights: wgsl.F32, Overrides: o, Params: p,
+	c.dispatch(step, runtime.KernelCall{Kernel: "rope_kv", Weights: wt, Overrides: o, Params: p,
 		Buffers: []webgpu.Binding{{Buffer: qkvB}, {Buffer: pagesB}, {Buffer: kc}, {Buffer: vc}, {Buffer: rowsB}, {Buffer: seqsB}},
 		Grid:    runtime.Fixed(ceilDiv(threads, 64), uint32(m+1), 1)})
 
@@ -168,10 +174,10 @@ func ropeRun(c *checker, l3, batch bool, nH, nKV, hd, m int) {
 			copy(wantV[at:at+hd], qkv[r*width+(nH+nKV+h)*hd:])
 		}
 	}
-	t := tolFor("rope_kv", wgsl.F32)
-	c.expect("qkv", c.readF32(qkvB, len(qkv)), wantQKV, t)
-	c.expect("k_cache", c.readF32(kc, nCache), wantK, t)
-	c.expect("v_cache", c.readF32(vc, nCache), wantV, t)
+	t := tolFor("rope_kv", wt)
+	c.expect("qkv", c.readF32(qkvB, len(qkv)), wantQKV, tolFor("rope_kv", wgsl.F32))
+	c.expect("k_cache", c.readKV(kc, nCache, wt), roundKV(wantK, wt), t)
+	c.expect("v_cache", c.readKV(vc, nCache, wt), roundKV(wantV, wt), t)
 }
 
 // raggedBatches are batched attention steps: each sequence's cache length T and new rows m.
@@ -179,7 +185,7 @@ var raggedBatches = [][][2]int{{{7, 1}, {33, 3}, {300, 2}}, {{1, 1}, {40, 5}}, {
 
 func attentionCases() []testCase {
 	var out []testCase
-	add := func(kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
+	add := func(wt wgsl.WeightType, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
 		size := fmt.Sprintf("heads=%d/%d hd=%d", nH, nKV, hd)
 		for _, sq := range seqs {
 			size += fmt.Sprintf(" T=%d m=%d", sq[0], sq[1])
@@ -187,12 +193,15 @@ func attentionCases() []testCase {
 		if kernel == "attention" {
 			size += fmt.Sprintf(" rows=%d", rows)
 		}
-		variant := "f32"
+		variant := wt.String()
 		if batch {
 			variant += "+BATCH"
 		}
-		out = append(out, newCase(kernel, variant, size, wgsl.F32,
-			func(c *checker) { attentionRun(c, kernel, nH, nKV, hd, rows, batch, seqs) }))
+		tc := newCase(kernel, variant, size, wt, func(c *checker) { attentionRun(c, wt, kernel, nH, nKV, hd, rows, batch, seqs) })
+		if wt == wgsl.F16 && (len(seqs) > 1 || seqs[0][0] == 33) { // the quick tier: f16 caches on one sequence, T 1, 7, 300
+			tc = fullOnly(tc)
+		}
+		out = append(out, tc)
 	}
 	for _, kernel := range []string{"attention", "attention_wg"} {
 		for _, h := range attnHeads {
@@ -203,7 +212,9 @@ func attentionCases() []testCase {
 							if kernel == "attention_wg" && rows > 1 || rows*hd/4 > 64 || (rows > 1 && rows != m && m != 5) {
 								continue
 							}
-							add(kernel, h[0], h[1], hd, rows, false, [][2]int{{T, m}})
+							for _, wt := range weightTypes {
+								add(wt, kernel, h[0], h[1], hd, rows, false, [][2]int{{T, m}})
+							}
 						}
 					}
 				}
@@ -212,7 +223,9 @@ func attentionCases() []testCase {
 						if kernel == "attention_wg" && rows > 1 || rows*hd/4 > 64 {
 							continue
 						}
-						add(kernel, h[0], h[1], hd, rows, true, seqs)
+						for _, wt := range weightTypes {
+							add(wt, kernel, h[0], h[1], hd, rows, true, seqs)
+						}
 					}
 				}
 			}
@@ -227,7 +240,7 @@ func attentionCases() []testCase {
 // rows go in blocks of rows (attention.wgsl) at positions pos0..; batched ones (BATCH) carry
 // each row's sequence and position and each sequence's page table, the blocks listed. The
 // output has an extra row (dispatched too) that must keep its poison.
-func attentionRun(c *checker, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
+func attentionRun(c *checker, wt wgsl.WeightType, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
 	if kernel == "attention" && !c.d.UseSubgroups() {
 		c.skip("the adapter has no subgroups (attention_wg covers it)")
 		return
@@ -251,7 +264,7 @@ func attentionRun(c *checker, kernel string, nH, nKV, hd, rows int, batch bool, 
 	outN := nH * hd
 	for s, sq := range seqs {
 		T, ms := sq[0], sq[1]
-		kLog, vLog := c.uniform(T*nKV*hd, 1), c.uniform(T*nKV*hd, 1) // [T, nKV, hd]
+		kLog, vLog := roundKV(c.uniform(T*nKV*hd, 1), wt), roundKV(c.uniform(T*nKV*hd, 1), wt) // [T, nKV, hd], as the cache holds them
 		for t := 0; t < T; t++ {
 			for h := 0; h < nKV; h++ {
 				at := cacheIndex(tables[s], t, h, nKV, hd)
@@ -294,11 +307,11 @@ func attentionRun(c *checker, kernel string, nH, nKV, hd, rows int, batch bool, 
 			grid = runtime.Fixed(uint32(nH*(len(blocks)+1)), 1, 1) // a block past the last: no output
 		}
 	}
-	c.dispatch(step, runtime.KernelCall{Kernel: kernel, Weights: wgsl.F32, Overrides: o,
+	c.dispatch(step, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
 		Params: runtime.AttnParams{NHeads: uint32(nH), NKV: uint32(nKV), HeadDim: uint32(hd), PageSize: pageSize,
 			QStride: uint32(stride), Scale: float32(1 / math.Sqrt(float64(hd)))},
-		Buffers: []webgpu.Binding{{Buffer: c.f32(qkv)}, {Buffer: pagesB}, {Buffer: c.f32(kc)},
-			{Buffer: c.f32(vc)}, {Buffer: out}, {Buffer: rowsB}, {Buffer: seqsB}, {Buffer: blocksB}},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(qkv)}, {Buffer: pagesB}, {Buffer: c.kvBuffer(kc, wt)},
+			{Buffer: c.kvBuffer(vc, wt)}, {Buffer: out}, {Buffer: rowsB}, {Buffer: seqsB}, {Buffer: blocksB}},
 		Grid: grid})
-	c.expect("out", c.readF32(out, len(want)), want, tolFor(kernel, wgsl.F32))
+	c.expect("out", c.readF32(out, len(want)), want, tolFor(kernel, wt))
 }

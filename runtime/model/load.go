@@ -1,0 +1,208 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// Loading streams the weights from their source (a checkpoint's files, or host tensors) to
+// the device a bounded chunk of rows at a time, converting to the device's weight type on the
+// way: no whole tensor, and no copy of the model, is ever held in host memory. Matrices the
+// forward pass reads fused ([Wq; Wk; Wv], [Wgate; Wup]) are written part by part into one
+// device matrix.
+
+// chunkBytes is about how much of a tensor is read and converted at a time.
+var chunkBytes = 8 << 20 // (a variable: tests make it small, to cross parts and blocks)
+
+// flushBytes is how much is written through the queue before the writes are submitted and
+// waited for, so that the driver's staging memory for them stays bounded.
+const flushBytes = 128 << 20
+
+// loader streams tensors from src to the device, counting the bytes for Options.Progress.
+type loader struct {
+	d           *runtime.Device
+	src         weights.TensorSource
+	weightType  wgsl.WeightType
+	done, total int64
+	pending     int64 // bytes written since the last flush
+	progress    weights.Progress
+}
+
+// part is a tensor that makes rows of a fused matrix.
+type part struct {
+	name string
+	rows int
+}
+
+// matrix writes the tensors of parts, stacked by rows, as one [sum rows, k] device matrix.
+func (l *loader) matrix(label string, k int, parts ...part) (*runtime.Linear, error) {
+	rows := 0
+	for _, p := range parts {
+		rows += p.rows
+	}
+	lin, err := l.d.NewLinear(label, rows, k, l.weightType)
+	if err != nil {
+		return nil, err
+	}
+	chunk := max(runtime.Block, chunkBytes/(4*k)/runtime.Block*runtime.Block)
+	buf := make([]float32, chunk*k)
+	// Rows are written a chunk of whole blocks at a time, whatever part they come from.
+	row, pi, pr := 0, 0, 0 // next matrix row; the part it is in and its row there
+	for row < rows {
+		n := min(chunk, rows-row)
+		dst := buf[:n*k]
+		for filled := 0; filled < n; {
+			p := parts[pi]
+			m := min(n-filled, p.rows-pr)
+			if err := l.src.Rows(p.name, pr, dst[filled*k:(filled+m)*k]); err != nil {
+				lin.Release()
+				return nil, fmt.Errorf("tensor %s: %w", p.name, err)
+			}
+			filled, pr = filled+m, pr+m
+			if pr == p.rows {
+				pi, pr = pi+1, 0
+			}
+		}
+		if err := lin.WriteRows(row, dst); err != nil {
+			lin.Release()
+			return nil, err
+		}
+		row += n
+		if err := l.wrote(int64(n*k) * l.srcBytesPer(parts)); err != nil {
+			lin.Release()
+			return nil, err
+		}
+	}
+	return lin, nil
+}
+
+// vector uploads the 1-D tensors names, concatenated, as f32.
+func (l *loader) vector(label string, names ...string) (*webgpu.Buffer, error) {
+	var v []float32
+	var bytes int64
+	for _, name := range names {
+		_, cols, b, err := l.src.Shape(name)
+		if err != nil {
+			return nil, err
+		}
+		part := make([]float32, cols)
+		if err := l.src.Rows(name, 0, part); err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", name, err)
+		}
+		v, bytes = append(v, part...), bytes+b
+	}
+	b, err := l.d.UploadF32(label, v)
+	if err == nil {
+		err = l.wrote(bytes)
+	}
+	return b, err
+}
+
+// srcBytesPer is the stored bytes per element of parts (their first tensor's).
+func (l *loader) srcBytesPer(parts []part) int64 {
+	rows, cols, b, err := l.src.Shape(parts[0].name)
+	if err != nil || rows*cols == 0 {
+		return 4
+	}
+	return b / int64(rows*cols)
+}
+
+// wrote counts bytes read for the progress, and flushes the queue's writes now and then.
+func (l *loader) wrote(bytes int64) error {
+	l.done += bytes
+	if l.progress != nil {
+		l.progress(l.done, l.total)
+	}
+	if l.pending += bytes; l.pending >= flushBytes {
+		l.pending = 0
+		return l.flush()
+	}
+	return nil
+}
+
+// flush submits the queue's pending writes and waits for them.
+func (l *loader) flush() error {
+	if err := l.d.NewEncoder().Submit(); err != nil {
+		return err
+	}
+	return l.d.WaitIdle()
+}
+
+// upload streams the model's weights from src and allocates its KV cache.
+func (m *Model) upload(src weights.TensorSource) error {
+	c := m.Cfg
+	l := &loader{d: m.d, src: src, weightType: m.Opts.Weights, progress: m.Opts.Progress}
+	for _, spec := range c.ExpectedTensors() {
+		_, _, b, err := src.Shape(spec.Name)
+		if err != nil {
+			return err
+		}
+		l.total += b
+	}
+	var err error
+	if m.embed, err = l.matrix("embed", c.Dim, part{weights.EmbedTensorName, c.Vocab}); err != nil {
+		return err
+	}
+	m.lmHead = m.embed
+	if !c.TieEmbed {
+		if m.lmHead, err = l.matrix("lm_head", c.Dim, part{weights.LMHeadTensorName, c.Vocab}); err != nil {
+			return err
+		}
+	}
+	if m.norm, err = l.vector("norm", weights.NormTensorName); err != nil {
+		return err
+	}
+	qRows, kvRows := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	kvBytes := uint64(m.Opts.Pages*m.Opts.PageSize) * KVBytesPerToken(c.NKVHeads*c.HeadDim, m.Opts.KVType)
+	for i := range c.NLayers {
+		var dl deviceLayer
+		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
+		t := func(suffix string) string { return weights.LayerTensorName(i, suffix) }
+		steps := []func() error{
+			func() (e error) { dl.attnNorm, e = l.vector(name("attn_norm"), t(weights.AttnNormSuffix)); return },
+			func() (e error) { dl.ffnNorm, e = l.vector(name("ffn_norm"), t(weights.FFNNormSuffix)); return },
+			func() (e error) {
+				dl.qkv, e = l.matrix(name("qkv"), c.Dim, part{t(weights.WqSuffix), qRows}, part{t(weights.WkSuffix), kvRows}, part{t(weights.WvSuffix), kvRows})
+				return
+			},
+			func() (e error) {
+				if c.AttnBias {
+					dl.qkvBias, e = l.vector(name("qkv_bias"), t(weights.BqSuffix), t(weights.BkSuffix), t(weights.BvSuffix))
+				}
+				return
+			},
+			func() (e error) { dl.wo, e = l.matrix(name("wo"), qRows, part{t(weights.WoSuffix), c.Dim}); return },
+			func() (e error) {
+				dl.w13, e = l.matrix(name("w13"), c.Dim, part{t(weights.GateSuffix), c.HiddenDim}, part{t(weights.UpSuffix), c.HiddenDim})
+				return
+			},
+			func() (e error) {
+				dl.w2, e = l.matrix(name("w2"), c.HiddenDim, part{t(weights.DownSuffix), c.Dim})
+				return
+			},
+			func() (e error) { dl.kc, e = m.d.NewStorage(name("k_cache"), kvBytes); return },
+			func() (e error) { dl.vc, e = m.d.NewStorage(name("v_cache"), kvBytes); return },
+		}
+		for _, s := range steps {
+			if err := s(); err != nil {
+				m.layers = append(m.layers, dl) // so that Release frees what the layer has
+				return err
+			}
+		}
+		m.layers = append(m.layers, dl)
+	}
+	return l.flush()
+}
+
+// KVBytesPerToken is the bytes one token takes in one layer's K (or V) cache of kvWidth values
+// (n_kv x head_dim) of type t.
+func KVBytesPerToken(kvWidth int, t wgsl.WeightType) uint64 {
+	if t == wgsl.F16 {
+		return uint64(2 * kvWidth)
+	}
+	return uint64(4 * kvWidth)
+}
