@@ -1,6 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/spec/engine"
 )
@@ -15,6 +20,10 @@ type engineFlags struct {
 	pages     *int
 	prefix    *bool
 	noPrefix  *bool
+	maxLen    *int
+	kvMem     *string
+	gpuUtil   *float64
+	kvDType   *string
 	speculate *specFlags
 }
 
@@ -27,6 +36,10 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 		prefix: fs.Bool("enable-prefix-caching", true,
 			"keep the KV pages of prompts and outputs for later requests that start with the same tokens (chat turns, shared system prompts, n choices)"),
 		noPrefix:  fs.Bool("no-enable-prefix-caching", false, "turn the prefix cache off (vLLM's spelling of --enable-prefix-caching=false)"),
+		maxLen:    fs.Int("max-model-len", 0, "each sequence's context in tokens (0: the model's, reduced with a note when one full sequence does not fit the KV cache)"),
+		kvMem:     fs.String("kv-cache-memory", "", "the KV cache's size, e.g. 2GiB or 500MB (default: planned from the adapter's memory)"),
+		gpuUtil:   fs.Float64("gpu-memory-utilization", 0, "share of the adapter's memory to plan for, weights and KV cache (default 0.9; a CPU adapter's KV cache is then at most 4 GiB)"),
+		kvDType:   fs.String("kv-cache-dtype", "auto", "KV cache type: auto (the weights'), f16 or f32"),
 		speculate: addSpecFlags(fs),
 	}
 }
@@ -37,6 +50,36 @@ func (f *engineFlags) options() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	kvMem, err := parseBytes(*f.kvMem)
+	if err != nil {
+		return engine.Options{}, fmt.Errorf("--kv-cache-memory: %w", err)
+	}
 	return engine.Options{Adapter: *f.adapter, DType: *f.dtype, Pages: *f.pages, Speculative: sc,
-		NoPrefixCaching: !*f.prefix || *f.noPrefix}, nil
+		NoPrefixCaching: !*f.prefix || *f.noPrefix, MaxModelLen: *f.maxLen, KVCacheMemory: kvMem,
+		GPUMemoryUtilization: *f.gpuUtil, KVCacheDType: *f.kvDType}, nil
+}
+
+// parseBytes reads a size: a number of bytes, or with a unit (KB, MB, GB: powers of 1000;
+// KiB, MiB, GiB: of 1024). "" is 0.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || v*mult > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q: want a size such as 2GiB, 500MB or a number of bytes", s)
+	}
+	return int64(v * mult), nil
 }

@@ -109,7 +109,7 @@ func runGenerate(args []string) error {
 	}
 	defer e.Close()
 	info := e.Info()
-	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step\n", info.Dir, info.Adapter, info.DType, info.Dispatches)
+	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step\n%s\n", info.Dir, info.Adapter, info.DType, info.Dispatches, info.Memory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Print(prompt)

@@ -87,7 +87,7 @@ func runServe(args []string) error {
 	if info.Method != "" {
 		spec = fmt.Sprintf("%s, k=%d", info.Method, info.K)
 	}
-	fmt.Fprintf(os.Stderr, "%s on %s, %s weights; speculation %s; chat template: %s\n", info.Dir, info.Adapter, info.DType, spec, s.ChatTemplateSource())
+	fmt.Fprintf(os.Stderr, "%s on %s, %s weights; speculation %s; chat template: %s\n%s\n", info.Dir, info.Adapter, info.DType, spec, s.ChatTemplateSource(), info.Memory)
 	if ip := net.ParseIP(*host); *apiKey == "" && (ip == nil || !ip.IsLoopback()) {
 		fmt.Fprintf(os.Stderr, "warning: listening on %s without --api-key: anyone who reaches it can use it\n", *host)
 	}

@@ -69,6 +69,16 @@ type Options struct {
 	// reused by any later sequence that starts with the same tokens (chat turns, a shared
 	// system prompt, the n choices of one request).
 	NoPrefixCaching bool
+	// Memory (see memory.go): MaxModelLen is each sequence's context (0: the model's, reduced
+	// when one full sequence does not fit the KV cache); the KV cache is KVCacheMemory bytes,
+	// or Pages pages of 16 tokens, or GPUMemoryUtilization (default 0.9) of the adapter's
+	// memory less the weights and activations (on a CPU adapter, whose memory is the host's,
+	// at most 4 GiB unless GPUMemoryUtilization is set); KVCacheDType is auto (the weights'),
+	// f16 or f32 (vLLM's names).
+	MaxModelLen          int
+	KVCacheMemory        int64
+	GPUMemoryUtilization float64
+	KVCacheDType         string
 }
 
 // Engine is a model on a device with its tokenizer and optional speculative method.
@@ -94,6 +104,7 @@ type Engine struct {
 	k      int         // the method's draft tokens per step (at most)
 	cost   *spec.CostModel
 	sched  *sched.Scheduler
+	plan   MemoryPlan
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -147,9 +158,9 @@ func Load(dir string, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg}
-	var ck spec.Checkpoint
+	var dck spec.Checkpoint // the drafter's
 	if sc != nil {
-		if ck, err = spec.Open(*sc, cfg); err != nil {
+		if dck, err = spec.Open(*sc, cfg); err != nil {
 			return nil, err
 		}
 		if sc.Model != "" {
@@ -163,31 +174,44 @@ func Load(dir string, o Options) (*Engine, error) {
 	if e.tok, err = weights.LoadTokenizer(dir); err != nil {
 		return nil, err
 	}
-	host, err := weights.LoadLlama(dir, o.Progress)
+	if e.tok.VocabSize() > cfg.Vocab {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", dir, e.tok.VocabSize(), cfg.Vocab)
+	}
+	ck, err := weights.OpenCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
-	if e.tok.VocabSize() > host.Cfg.Vocab {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", dir, e.tok.VocabSize(), host.Cfg.Vocab)
+	defer ck.Close()
+	if err := cfg.CheckTensors(ck); err != nil {
+		return nil, err
 	}
 	if e.dev, e.ownDev = o.Device, o.Device == nil; e.ownDev {
 		if e.dev, err = runtime.OpenDevice(runtime.AdapterChoice(o.Adapter)); err != nil {
 			return nil, err
 		}
 	}
-	mo := model.Options{Weights: wt, Pages: o.Pages, FirstRun: o.FirstRun}
-	if ck != nil {
-		neural.ModelOptions(&mo, ck.Needs())
+	plan, kvType, err := planMemory(cfg, wt, e.dev, o, model.DefaultMaxSeqs, model.DefaultMaxDraft)
+	if err != nil {
+		e.release()
+		return nil, err
 	}
-	if e.target, err = model.New(e.dev, host, mo); err != nil {
+	e.plan = plan
+	mcfg := *cfg
+	mcfg.MaxSeq = plan.MaxModelLen
+	e.cfg.MaxSeq = plan.MaxModelLen
+	mo := model.Options{Weights: wt, KVType: kvType, Pages: plan.Pages, FirstRun: o.FirstRun, Progress: o.Progress}
+	if dck != nil {
+		neural.ModelOptions(&mo, dck.Needs())
+	}
+	if e.target, err = model.Load(e.dev, mcfg, ck, mo); err != nil {
 		e.release()
 		return nil, err
 	}
 	if !o.NoPrefixCaching {
 		e.target.Pool().EnablePrefixCaching()
 	}
-	if ck != nil {
-		if e.method, err = neural.Load(ck, e.target); err != nil {
+	if dck != nil {
+		if e.method, err = neural.Load(dck, e.target); err != nil {
 			e.release()
 			return nil, err
 		}
@@ -257,12 +281,13 @@ type Info struct {
 	Dispatches int    // dispatches of one decode step
 	Method     string // the speculative method, "" for none
 	K          int    // its draft tokens per step
-	Config     weights.Config
+	Config     weights.Config // Config.MaxSeq is the context the engine gives a sequence
+	Memory     MemoryPlan
 }
 
 // Info describes the engine (it is not an error to ask after Close).
 func (e *Engine) Info() Info {
-	i := Info{Dir: e.dir, DType: e.dtype, K: e.k, Config: e.cfg}
+	i := Info{Dir: e.dir, DType: e.dtype, K: e.k, Config: e.cfg, Memory: e.plan}
 	if e.method != nil {
 		i.Method = e.method.Name()
 	}
