@@ -21,7 +21,6 @@ import (
 	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/home"
-	"github.com/wspec/wspec/wgsl"
 )
 
 // DefaultModel is the folder, under models/ in the wspec home, of the model used when none is
@@ -43,7 +42,7 @@ func DefaultModelDir() (string, error) {
 // Options choose the adapter, the weight type and the speculative method.
 type Options struct {
 	Adapter string // "" (first), an index, a backend or an adapter type
-	DType   string // "f32" (default) or "f16"
+	DType   string // "auto" (default: f16 for a 16-bit checkpoint where the adapter has shader-f16), "f32" or "f16"
 	// Speculative, when set, is the speculative method every generation uses by default (a
 	// generation may turn it off or draft fewer tokens). Its checkpoint is read and checked
 	// against the model's config.json before the model's weights are read.
@@ -117,14 +116,10 @@ type Engine struct {
 // weights are. A config naming no checkpoint takes the drafter shipped for the default model
 // (spec/drafters), which is refused against another model.
 func Load(dir string, o Options) (*Engine, error) {
-	var wt wgsl.WeightType
 	switch o.DType {
-	case "", "f32":
-		o.DType, wt = "f32", wgsl.F32
-	case "f16":
-		wt = wgsl.F16
+	case "", "auto", "f32", "f16":
 	default:
-		return nil, invalid("dtype", "dtype %q: want f32 or f16", o.DType)
+		return nil, invalid("dtype", "dtype %q: want auto, f32 or f16", o.DType)
 	}
 	if o.Pages < 0 {
 		return nil, invalid("num_gpu_blocks_override", "num_gpu_blocks_override %d: want 0 (the default) or more", o.Pages)
@@ -157,7 +152,7 @@ func Load(dir string, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{dir: dir, dtype: o.DType, cfg: *cfg}
+	e := &Engine{dir: dir, cfg: *cfg}
 	var dck spec.Checkpoint // the drafter's
 	if sc != nil {
 		if dck, err = spec.Open(*sc, cfg); err != nil {
@@ -190,6 +185,12 @@ func Load(dir string, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	wt, err := weightType(o.DType, cfg, ck, e.dev)
+	if err != nil {
+		e.release()
+		return nil, err
+	}
+	e.dtype = wt.String()
 	plan, kvType, err := planMemory(cfg, wt, e.dev, o, model.DefaultMaxSeqs, model.DefaultMaxDraft)
 	if err != nil {
 		e.release()
@@ -275,12 +276,12 @@ func (e *Engine) isClosed() bool { return e.closed.Load() }
 
 // Info describes a loaded engine.
 type Info struct {
-	Dir        string // the model folder
-	Adapter    string // the adapter's name
-	DType      string // f32 or f16
-	Dispatches int    // dispatches of one decode step
-	Method     string // the speculative method, "" for none
-	K          int    // its draft tokens per step
+	Dir        string         // the model folder
+	Adapter    string         // the adapter's name
+	DType      string         // f32 or f16
+	Dispatches int            // dispatches of one decode step
+	Method     string         // the speculative method, "" for none
+	K          int            // its draft tokens per step
 	Config     weights.Config // Config.MaxSeq is the context the engine gives a sequence
 	Memory     MemoryPlan
 }

@@ -133,8 +133,12 @@ func planMemory(cfg *weights.Config, wt wgsl.WeightType, d *runtime.Device, o Op
 		return p, 0, fmt.Errorf("%w: not one page of KV cache fits: %s; KV takes %d KiB a token", ErrNoMemory, p.budgetReason(bound, tokens), p.KVBytesPerToken>>10)
 	default:
 		p.MaxModelLen = fits / pageSize * pageSize
-		p.Note = fmt.Sprintf("the model's context of %d tokens reduced to %d: %s (set --max-model-len, --kv-cache-memory, --gpu-memory-utilization or --kv-cache-dtype f16)",
-			want, p.MaxModelLen, p.budgetReason(bound, tokens))
+		hint := "--max-model-len, --kv-cache-memory or --gpu-memory-utilization"
+		if kvType == wgsl.F32 && d.HasF16 {
+			hint = "--max-model-len, --kv-cache-memory, --gpu-memory-utilization or --kv-cache-dtype f16"
+		}
+		p.Note = fmt.Sprintf("the model's context of %d tokens reduced to %d: %s (set %s)",
+			want, p.MaxModelLen, p.budgetReason(bound, tokens), hint)
 	}
 	return p, kvType, nil
 }
@@ -170,6 +174,37 @@ func kvDType(s string, wt wgsl.WeightType, d *runtime.Device) (wgsl.WeightType, 
 		return wgsl.F16, nil
 	}
 	return 0, invalid("kv_cache_dtype", "kv_cache_dtype %q: want auto, f16 or f32", s)
+}
+
+// weightType is the weights' type on the device for --dtype: auto is f16 when the checkpoint
+// stores its matrices in 16 bits (F16 or BF16) and the adapter has shader-f16, else f32, as
+// vLLM's auto keeps a model's half precision.
+func weightType(s string, cfg *weights.Config, ck *weights.Checkpoint, d *runtime.Device) (wgsl.WeightType, error) {
+	switch s {
+	case "f32":
+		return wgsl.F32, nil
+	case "f16":
+		if !d.HasF16 {
+			return 0, invalid("dtype", "dtype f16: the adapter has no shader-f16")
+		}
+		return wgsl.F16, nil
+	}
+	if !d.HasF16 {
+		return wgsl.F32, nil
+	}
+	for _, sp := range cfg.ExpectedTensors() {
+		if len(sp.Shape) < 2 {
+			continue // norms and biases stay f32
+		}
+		t, err := ck.Tensor(sp.Name)
+		if err != nil {
+			return 0, err
+		}
+		if t.DType != weights.F16 && t.DType != weights.BF16 {
+			return wgsl.F32, nil
+		}
+	}
+	return wgsl.F16, nil
 }
 
 // weightBytes is what a model's weights take on the device.

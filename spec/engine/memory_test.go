@@ -2,10 +2,12 @@ package engine
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/synth"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -91,6 +93,34 @@ func TestF16KVCache(t *testing.T) {
 		specd := generate(t, f16, prompt, GenerateOptions{MaxTokens: 48})
 		if plain.Text != want.Text || specd.Text != want.Text {
 			t.Errorf("%q: f32 cache %q\nf16 cache %q\nf16 cache with speculation %q", prompt, want.Text, plain.Text, specd.Text)
+		}
+	}
+}
+
+// dtype auto keeps a 16-bit checkpoint in f16 on the device (and its KV cache with it) and a
+// float32 checkpoint in f32.
+func TestDTypeAuto(t *testing.T) {
+	if !testDevice(t).HasF16 {
+		t.Fatal("the test adapter has no shader-f16")
+	}
+	cfg := weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 16,
+		Vocab: 300, MaxSeq: 256, RopeTheta: 10000, RMSEps: 1e-5, BOS: 298, EOS: []int{299}}
+	for _, c := range []struct {
+		stored    weights.DType
+		dtype, kv string
+	}{{weights.BF16, "f16", "f16"}, {weights.F16, "f16", "f16"}, {weights.F32, "f32", "f32"}} {
+		dir := filepath.Join(t.TempDir(), "m")
+		if err := synth.Write(dir, cfg, synth.Options{DType: c.stored, Seed: 3}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := Load(dir, Options{Device: testDevice(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := e.Info()
+		e.Close()
+		if info.DType != c.dtype || info.Memory.KVDType != c.kv {
+			t.Errorf("a %s checkpoint: weights %s, KV %s; want %s and %s", c.stored, info.DType, info.Memory.KVDType, c.dtype, c.kv)
 		}
 	}
 }
