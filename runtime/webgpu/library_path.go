@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+
+	"github.com/wspec/wspec/weights/home"
 )
 
 // LibraryEnv names the environment variable that overrides where the library is looked for.
@@ -56,24 +58,28 @@ func FindLibrary() (string, error) {
 	if d, err := os.UserCacheDir(); err == nil {
 		cacheDir = d
 	}
-	for _, p := range searchPath(goruntime.GOOS, wd, exeDir, cacheDir) {
+	for _, p := range searchPath(goruntime.GOOS, os.Getenv(home.Env), wd, exeDir, cacheDir) {
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no %s in .wspec/lib above the working directory or the executable; %s", ErrLibraryNotFound, LibraryName, SetupHint)
+	return "", fmt.Errorf("%w: no %s in $%s/lib, in .wspec/lib above the working directory or the executable, or in the user cache folder's wspec/lib; %s",
+		ErrLibraryNotFound, LibraryName, home.Env, SetupHint)
 }
 
 // searchPath lists where the library of goos is looked for, in order (empty folders are left
 // out): on Windows first beside the executable (where Windows itself looks for a program's
-// DLLs); then .wspec/lib/<file> in the working directory and every folder above it, the same
+// DLLs); then $WSPEC_HOME/lib/<file> (where `wspec setup` installs when it is set); then .wspec/lib/<file> in the working directory and every folder above it, the same
 // above the executable's folder; last <user cache dir>/wspec/lib/<file> (~/.cache on Linux,
 // ~/Library/Caches on macOS, %LocalAppData% on Windows).
-func searchPath(goos, wd, exeDir, cacheDir string) []string {
+func searchPath(goos, homeDir, wd, exeDir, cacheDir string) []string {
 	name := LibraryFile(goos)
 	var out []string
 	if goos == "windows" && exeDir != "" {
 		out = append(out, filepath.Join(exeDir, name))
+	}
+	if homeDir != "" {
+		out = append(out, filepath.Join(homeDir, "lib", name))
 	}
 	for _, dir := range []string{wd, exeDir} {
 		for dir != "" {

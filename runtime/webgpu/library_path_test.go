@@ -25,7 +25,7 @@ func TestSearchPathPerOS(t *testing.T) {
 	cache := filepath.Join(string(filepath.Separator), "cache")
 	lib := func(dir, name string) string { return filepath.Join(dir, ".wspec", "lib", name) }
 
-	win := searchPath("windows", wd, exe, cache)
+	win := searchPath("windows", "", wd, exe, cache)
 	if want := filepath.Join(exe, "webgpu_wrapper.dll"); win[0] != want {
 		t.Fatalf("windows: first candidate %q, want the DLL beside the executable %q", win[0], want)
 	}
@@ -39,7 +39,7 @@ func TestSearchPathPerOS(t *testing.T) {
 	}
 
 	for goos, name := range map[string]string{"linux": "libwebgpu_wrapper.so", "darwin": "libwebgpu_wrapper.dylib"} {
-		got := searchPath(goos, wd, exe, cache)
+		got := searchPath(goos, "", wd, exe, cache)
 		if got[0] != lib(wd, name) {
 			t.Errorf("%s: first candidate %q, want %q (nothing beside the executable)", goos, got[0], lib(wd, name))
 		}
@@ -53,7 +53,16 @@ func TestSearchPathPerOS(t *testing.T) {
 			t.Errorf("%s: order of %q: root at %d, executable at %d", goos, got, i, j)
 		}
 	}
-	if got := searchPath("linux", "", "", ""); len(got) != 0 {
+	// $WSPEC_HOME/lib, where `wspec setup` installs when it is set, comes first (on Windows
+	// after the executable's folder).
+	h := filepath.Join(string(filepath.Separator), "wh")
+	if got := searchPath("linux", h, wd, exe, cache); got[0] != filepath.Join(h, "lib", "libwebgpu_wrapper.so") {
+		t.Errorf("linux with WSPEC_HOME: first candidate %q", got[0])
+	}
+	if got := searchPath("windows", h, wd, exe, cache); got[1] != filepath.Join(h, "lib", "webgpu_wrapper.dll") {
+		t.Errorf("windows with WSPEC_HOME: second candidate %q", got[1])
+	}
+	if got := searchPath("linux", "", "", "", ""); len(got) != 0 {
 		t.Errorf("no folders known: want no candidates, got %q", got)
 	}
 }
