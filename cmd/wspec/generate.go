@@ -103,13 +103,15 @@ func runGenerate(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "loading %s ...\n", orDefault(*ef.model, "the default model"))
 	eo.Progress, eo.FirstRun = loadBar(), compileNotice()
+	t0 := time.Now()
 	e, err := engine.Load(*ef.model, eo)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
 	info := e.Info()
-	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step\n%s\n", info.Dir, info.Adapter, info.DType, info.Dispatches, info.Memory)
+	fmt.Fprintf(os.Stderr, "%s on %s, %s weights, %d dispatches per decode step, loaded in %.1f s\n%s\n",
+		info.Dir, info.Adapter, info.DType, info.Dispatches, time.Since(t0).Seconds(), info.Memory)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Print(prompt)
