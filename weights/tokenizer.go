@@ -56,6 +56,7 @@ type Tokenizer struct {
 	isByte     []bool       // id is a SentencePiece byte-fallback token
 	special    []bool       // id is a special added token
 	unk        int          // -1 when none
+	nfc        bool         // segments are NFC-normalized before BPE (the NFC normalizer)
 
 	// SentencePieceBPE
 	byteFallback bool
@@ -87,10 +88,9 @@ type addedToken struct {
 // puts first as BOS (and adds it), else has none, and "<|endoftext|>" as EOS
 // when present.
 //
-// Approximations, documented where they are made: the NFC normalizer is not
-// applied; added tokens are matched in the raw text regardless of their
-// lstrip/rstrip/single_word/normalized flags; the Metaspace "split" flag is
-// ignored (the whole text is one BPE word).
+// Approximations, documented where they are made: added tokens are matched in
+// the raw text regardless of their lstrip/rstrip/single_word/normalized flags;
+// the Metaspace "split" flag is ignored (the whole text is one BPE word).
 func LoadTokenizer(dir string) (*Tokenizer, error) {
 	path := filepath.Join(dir, TokenizerFileName)
 	tj, err := os.ReadFile(path)
@@ -167,6 +167,7 @@ func parseTokenizer(tokJSON, cfgJSON []byte) (*Tokenizer, error) {
 		t.spaceToMeta, t.dummyPrefix = p.spaceToMeta, p.dummyPrefix
 	}
 	t.buildDecoded()
+	t.nfc = p.nfc
 	t.ignoreMerges = m.IgnoreMerges
 	if err := t.applyTokenizerConfig(cfgJSON, j.PostProcessor.templateBOS()); err != nil {
 		return nil, err

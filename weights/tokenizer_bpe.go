@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // bpeMerge is one entry of the merges list: its rank (lower merges first) and
@@ -168,6 +170,9 @@ func (t *Tokenizer) nextAdded(text string) (int, *addedToken) {
 // encodeSegment appends the BPE tokens of text, which holds no added token.
 // first is set for the segment at the start of the whole text.
 func (t *Tokenizer) encodeSegment(out []int, text string, first bool) []int {
+	if t.nfc {
+		text = norm.NFC.String(text) // as Hugging Face normalizes each segment between added tokens
+	}
 	if t.kind == SentencePieceBPE {
 		if first && t.dummyPrefix {
 			text = " " + text

@@ -60,6 +60,7 @@ type pipeline struct {
 	splitRegex  string // the Split (or ByteLevel use_regex) pattern, "" for none
 	spaceToMeta bool   // spaces become "▁" (Replace normalizer or Metaspace)
 	dummyPrefix bool   // "▁" is prepended (Prepend normalizer or Metaspace)
+	nfc         bool   // text is put in Unicode normalization form C (an NFC normalizer)
 }
 
 const metaspace = "▁"
@@ -89,8 +90,7 @@ func (p *pipeline) normalizer(c *componentJSON) error {
 		}
 		p.spaceToMeta = true
 	case "NFC":
-		// Accepted but not applied: Go's standard library has no Unicode
-		// normalization, and text is almost always NFC already.
+		p.nfc = true
 	default:
 		return fmt.Errorf("%w: normalizer %q", ErrUnsupported, c.Type)
 	}

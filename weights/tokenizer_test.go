@@ -382,3 +382,34 @@ func TestByteLevelIgnoreMergesAndTemplateBOS(t *testing.T) {
 		t.Fatalf("without ignore_merges: %v", got)
 	}
 }
+
+// A tokenizer.json that declares the NFC normalizer (Qwen2.5's, Qwen3's) composes its input
+// first, as Hugging Face does: a decomposed "e" + U+0301 is tokenized as the composed "é";
+// without the normalizer the two differ.
+func TestNFCNormalizer(t *testing.T) {
+	nfc, err := parseTokenizer(byteLevelTokenizerJSON(gpt2PreTokenizer), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	composed, decomposed := "café <|endoftext|>café", "cafe\u0301 <|endoftext|>cafe\u0301"
+	want := nfc.Encode(composed, false)
+	if got := nfc.Encode(decomposed, false); !slices.Equal(got, want) {
+		t.Errorf("NFC: decomposed %v, composed %v", got, want)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(byteLevelTokenizerJSON(gpt2PreTokenizer), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["normalizer"] = nil
+	b, _ := json.Marshal(doc)
+	raw, err := parseTokenizer(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := raw.Encode(decomposed, false); slices.Equal(got, want) {
+		t.Errorf("no normalizer: the decomposed text tokenized as the composed one (%v)", got)
+	}
+	if got := raw.Encode(composed, false); !slices.Equal(got, want) {
+		t.Errorf("no normalizer: composed %v, with NFC %v", got, want)
+	}
+}
