@@ -35,6 +35,7 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 // PageTable's first entry. Dummy (at least 64 bytes) stands in for the buffers not used.
 type AttnBuffers struct {
 	QKV, PageTable, KC, VC, Out *webgpu.Buffer
+	QKNorm                      *webgpu.Buffer  // [2, hd] f32, q_norm then k_norm: with Config.QKNorm
 	KVType                      wgsl.WeightType // KC and VC hold f32 or f16
 	Rows, Seqs, Blocks          *webgpu.Buffer
 	Dummy                       *webgpu.Buffer
@@ -49,12 +50,27 @@ func AttentionBlockRows(rows, headDim int) int {
 
 // AddAttention records the attention block of one layer of architecture c over a paged KV
 // cache, the new tokens of a sequence in blocks of AttentionBlockRows(rows, c.HeadDim):
-// rope_kv (q rotated in place in qkv, k rotated and v copied into the pages of kc and vc at
-// the tokens' positions) and attention (att [m, n_heads * hd] from q and the cache). qkv is
-// [m, (n_heads + 2 n_kv) * hd], q heads first.
+// qk_norm (with c.QKNorm: q and k heads RMS-normalized in place), rope_kv (q rotated in place
+// in qkv, k rotated and v copied into the pages of kc and vc at the tokens' positions) and
+// attention (att [m, n_heads * hd] from q and the cache). qkv is [m, (n_heads + 2 n_kv) * hd],
+// q heads first.
 func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuffers) error {
 	hd := c.HeadDim
 	batch := b.Rows != nil
+	if c.QKNorm {
+		if b.QKNorm == nil {
+			panic("runtime: AddAttention of a q/k-norm model without its norm weights")
+		}
+		heads := uint32(c.NHeads + c.NKVHeads)
+		err := p.Add(KernelCall{
+			Kernel: "qk_norm", Params: QKNormParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd), Eps: float32(c.RMSEps)},
+			Buffers: []webgpu.Binding{{Buffer: b.QKV}, {Buffer: b.QKNorm}},
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return heads, s.M, 1 },
+		})
+		if err != nil {
+			return err
+		}
+	}
 	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
 		PageSize: uint32(pageSize), Theta: float32(c.RopeTheta)}
 	o := Overrides{}

@@ -93,6 +93,12 @@ type RopeParams struct {
 	A, B, C                                      uint32
 }
 
+// QKNormParams mirrors qk_norm.wgsl's Params.
+type QKNormParams struct {
+	NHeads, NKV, HeadDim uint32
+	Eps                  float32
+}
+
 // AttnParams mirrors attention.wgsl's Params.
 type AttnParams struct {
 	NHeads, NKV, HeadDim, PageSize, QStride uint32

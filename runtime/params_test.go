@@ -78,6 +78,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"rmsnorm", "Params", RMSNormParams{}, nil},
 		{"mat_io", "Params", MatParams{}, []string{"matmul", "matmul_wg"}},
 		{"rope_kv", "Params", RopeParams{}, nil},
+		{"qk_norm", "Params", QKNormParams{}, nil},
 		{"attention", "Params", AttnParams{}, nil},
 		{"attention_wg", "Params", AttnParams{}, nil},
 		{"sample_io", "Params", SampleParams{}, []string{"sample_rows", "sample_draw"}},

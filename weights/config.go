@@ -3,9 +3,9 @@
 package weights
 
 // Config is the architecture of a Llama-family decoder, read from a Hugging Face
-// config.json (model_type llama, mistral or qwen2).
+// config.json (model_type llama, mistral, qwen2 or qwen3).
 type Config struct {
-	Arch        string  // model_type: "llama", "mistral", "qwen2"
+	Arch        string  // model_type: "llama", "mistral", "qwen2", "qwen3"
 	Dim         int     // hidden_size
 	HiddenDim   int     // intermediate_size (SwiGLU width)
 	NLayers     int     // num_hidden_layers
@@ -19,6 +19,7 @@ type Config struct {
 	RMSEps      float64 // rms_norm_eps
 	TieEmbed    bool    // tie_word_embeddings: the LM head is the token embedding
 	AttnBias    bool    // q/k/v projections carry biases (qwen2, or attention_bias: true)
+	QKNorm      bool    // q and k are RMS-normalized per head before RoPE (qwen3: q_norm, k_norm)
 	BOS         int     // bos_token_id (-1 when absent)
 	EOS         []int   // eos_token_id(s), from config.json and generation_config.json
 }

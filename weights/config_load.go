@@ -59,16 +59,18 @@ var knownArchs = map[string]archDefaults{
 	"llama":   {maxPos: 2048, rmsEps: 1e-6},
 	"mistral": {maxPos: 4096 * 32, rmsEps: 1e-6},
 	"qwen2":   {maxPos: 32768, rmsEps: 1e-6},
+	"qwen3":   {maxPos: 32768, rmsEps: 1e-6},
 }
 
-// LoadConfig reads dir/config.json (model_type llama, mistral or qwen2) and, when
+// LoadConfig reads dir/config.json (model_type llama, mistral, qwen2 or qwen3) and, when
 // present, dir/generation_config.json, whose bos_token_id replaces config.json's
 // and whose eos_token_id(s) come first in EOS, followed by config.json's others.
 //
 // Defaults: num_key_value_heads = num_attention_heads, head_dim = hidden_size /
 // num_attention_heads, rope_theta 10000, tie_word_embeddings false, and the
 // Hugging Face class defaults for rms_norm_eps and max_position_embeddings.
-// qwen2 always has q/k/v biases; llama and mistral when attention_bias is true.
+// qwen2 always has q/k/v biases; the others when attention_bias is true. qwen3
+// normalizes q and k per head (q_norm, k_norm).
 // A sliding window (mistral, or qwen2 with use_sliding_window) caps MaxSeq at
 // the window, so that full causal attention stays exact.
 //
@@ -107,7 +109,7 @@ func parseConfig(b []byte) (*Config, error) {
 	}
 	defs, ok := knownArchs[j.ModelType]
 	if !ok {
-		return nil, fmt.Errorf("%w: model_type %q (want llama, mistral or qwen2)", ErrUnknownArch, j.ModelType)
+		return nil, fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2 or qwen3)", ErrUnknownArch, j.ModelType)
 	}
 	if j.HiddenAct != nil && *j.HiddenAct != "silu" {
 		return nil, fmt.Errorf("%w: hidden_act %q (only silu)", ErrUnsupported, *j.HiddenAct)
@@ -163,6 +165,7 @@ func parseConfig(b []byte) (*Config, error) {
 		c.TieEmbed = *j.TieWordEmbeddings
 	}
 	c.AttnBias = j.ModelType == "qwen2" || (j.AttentionBias != nil && *j.AttentionBias)
+	c.QKNorm = j.ModelType == "qwen3"
 	sliding := j.ModelType == "mistral" || (j.UseSlidingWindow != nil && *j.UseSlidingWindow)
 	if sliding && j.SlidingWindow != nil && *j.SlidingWindow > 0 && *j.SlidingWindow < c.MaxSeq {
 		c.MaxSeq = *j.SlidingWindow
@@ -295,7 +298,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: nil config", ErrBadConfig)
 	}
 	if _, ok := knownArchs[c.Arch]; !ok {
-		return fmt.Errorf("%w: model_type %q (want llama, mistral or qwen2)", ErrUnknownArch, c.Arch)
+		return fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2 or qwen3)", ErrUnknownArch, c.Arch)
 	}
 	sizes := []struct {
 		name string

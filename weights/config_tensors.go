@@ -25,6 +25,8 @@ const (
 	BqSuffix       = "self_attn.q_proj.bias"
 	BkSuffix       = "self_attn.k_proj.bias"
 	BvSuffix       = "self_attn.v_proj.bias"
+	QNormSuffix    = "self_attn.q_norm.weight" // [head_dim], qwen3
+	KNormSuffix    = "self_attn.k_norm.weight" // [head_dim], qwen3
 	FFNNormSuffix  = "post_attention_layernorm.weight"
 	GateSuffix     = "mlp.gate_proj.weight" // w1
 	UpSuffix       = "mlp.up_proj.weight"   // w3
@@ -63,6 +65,10 @@ func (c *Config) ExpectedTensors() []TensorSpec {
 			add(BqSuffix, q)
 			add(BkSuffix, kv)
 			add(BvSuffix, kv)
+		}
+		if c.QKNorm {
+			add(QNormSuffix, hd)
+			add(KNormSuffix, hd)
 		}
 		add(FFNNormSuffix, dim)
 		add(GateSuffix, c.HiddenDim, dim)

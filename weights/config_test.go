@@ -84,6 +84,24 @@ func TestLoadConfigDefaultsAndKinds(t *testing.T) {
 		c.RMSEps != 1e-6 || !reflect.DeepEqual(c.EOS, []int{151645, 151643}) {
 		t.Fatalf("qwen2: %+v %v", c, err)
 	}
+	// Qwen3-0.6B (its config.json): q/k norms, no biases, head_dim 128 over hidden 1024 / 16 heads.
+	c, err = LoadConfig(writeConfigDir(t, `{"architectures":["Qwen3ForCausalLM"],"attention_bias":false,
+		"attention_dropout":0.0,"bos_token_id":151643,"eos_token_id":151645,"head_dim":128,"hidden_act":"silu",
+		"hidden_size":1024,"initializer_range":0.02,"intermediate_size":3072,"max_position_embeddings":40960,
+		"max_window_layers":28,"model_type":"qwen3","num_attention_heads":16,"num_hidden_layers":28,
+		"num_key_value_heads":8,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":1000000,
+		"sliding_window":null,"tie_word_embeddings":true,"torch_dtype":"bfloat16","use_cache":true,
+		"use_sliding_window":false,"vocab_size":151936}`, ""))
+	if err != nil || c.AttnBias || !c.QKNorm || c.HeadDim != 128 || c.NHeads*c.HeadDim != 2048 || c.MaxSeq != 40960 || !c.TieEmbed {
+		t.Fatalf("qwen3: %+v %v", c, err)
+	}
+	names := map[string]bool{}
+	for _, sp := range c.ExpectedTensors() {
+		names[sp.Name] = true
+	}
+	if !names[LayerTensorName(27, QNormSuffix)] || !names[LayerTensorName(0, KNormSuffix)] || names[LayerTensorName(0, BqSuffix)] {
+		t.Fatalf("qwen3 tensors: q_norm/k_norm expected, no biases")
+	}
 }
 
 func TestLoadConfigErrors(t *testing.T) {

@@ -12,6 +12,7 @@ var hfArchitectures = map[string]string{
 	"llama":   "LlamaForCausalLM",
 	"mistral": "MistralForCausalLM",
 	"qwen2":   "Qwen2ForCausalLM",
+	"qwen3":   "Qwen3ForCausalLM",
 }
 
 // WriteConfig validates c and writes dir/config.json and

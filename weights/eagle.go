@@ -101,6 +101,8 @@ func LoadEagleConfig(dir string) (*EagleConfig, error) {
 		return nil, fmt.Errorf("%s: %w: target_hidden_size %d", path, ErrBadConfig, ec.TargetHidden)
 	case cfg.AttnBias:
 		return nil, fmt.Errorf("%s: %w: EAGLE heads with attention biases", path, ErrUnsupported)
+	case cfg.QKNorm:
+		return nil, fmt.Errorf("%s: %w: EAGLE heads with q/k norms", path, ErrUnsupported)
 	case cfg.NLayers != 1:
 		return nil, fmt.Errorf("%s: %w: num_hidden_layers %d (EAGLE heads have one layer)", path, ErrUnsupported, cfg.NLayers)
 	}

@@ -2,7 +2,7 @@ package weights
 
 import "fmt"
 
-// LlamaWeights is a Llama-family decoder (llama, mistral, qwen2) in float32 host memory, every
+// LlamaWeights is a Llama-family decoder (llama, mistral, qwen2, qwen3) in float32 host memory, every
 // matrix in the Hugging Face [out, in] layout. With q = NHeads*HeadDim, kv = NKVHeads*HeadDim
 // and hidden = HiddenDim:
 type LlamaWeights struct {
@@ -23,6 +23,8 @@ type LlamaLayer struct {
 	Bq       []float32 // [q]  or nil   q_proj.bias (Cfg.AttnBias)
 	Bk       []float32 // [kv] or nil   k_proj.bias
 	Bv       []float32 // [kv] or nil   v_proj.bias
+	QNorm    []float32 // [hd] or nil   self_attn.q_norm (Cfg.QKNorm), every q head
+	KNorm    []float32 // [hd] or nil   self_attn.k_norm, every k head
 	FFNNorm  []float32 // [dim]         post_attention_layernorm
 	WGate    []float32 // [hidden, dim] mlp.gate_proj
 	WUp      []float32 // [hidden, dim] mlp.up_proj
@@ -94,6 +96,9 @@ func LlamaFrom(cfg *Config, ck *Checkpoint, progress Progress) (*LlamaWeights, e
 		}
 		if cfg.AttnBias {
 			ly.Bq, ly.Bk, ly.Bv = l(BqSuffix), l(BkSuffix), l(BvSuffix)
+		}
+		if cfg.QKNorm {
+			ly.QNorm, ly.KNorm = l(QNormSuffix), l(KNormSuffix)
 		}
 		w.Layers = append(w.Layers, ly)
 	}

@@ -128,6 +128,7 @@ func (w *LlamaWeights) tensor(name string) ([]float32, int, int, error) {
 			{AttnNormSuffix, l.AttnNorm, 1, c.Dim}, {FFNNormSuffix, l.FFNNorm, 1, c.Dim},
 			{WqSuffix, l.Wq, q, c.Dim}, {WkSuffix, l.Wk, kv, c.Dim}, {WvSuffix, l.Wv, kv, c.Dim}, {WoSuffix, l.Wo, c.Dim, q},
 			{BqSuffix, l.Bq, 1, q}, {BkSuffix, l.Bk, 1, kv}, {BvSuffix, l.Bv, 1, kv},
+			{QNormSuffix, l.QNorm, 1, c.HeadDim}, {KNormSuffix, l.KNorm, 1, c.HeadDim},
 			{GateSuffix, l.WGate, c.HiddenDim, c.Dim}, {UpSuffix, l.WUp, c.HiddenDim, c.Dim}, {DownSuffix, l.WDown, c.Dim, c.HiddenDim},
 		} {
 			if name == LayerTensorName(i, t.suffix) && t.v != nil {

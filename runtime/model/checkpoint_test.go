@@ -45,6 +45,9 @@ func writeHF(t *testing.T, dir string, w *weights.LlamaWeights, dt string) {
 		if c.AttnBias {
 			ts = append(ts, mk(n(weights.BqSuffix), l.Bq, q), mk(n(weights.BkSuffix), l.Bk, kv), mk(n(weights.BvSuffix), l.Bv, kv))
 		}
+		if c.QKNorm {
+			ts = append(ts, mk(n(weights.QNormSuffix), l.QNorm, c.HeadDim), mk(n(weights.KNormSuffix), l.KNorm, c.HeadDim))
+		}
 	}
 	if err := weights.WriteSafeTensors(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 				return nil, err
 			}
 		}
-		attn := runtime.AttnBuffers{QKV: m.qkv, PageTable: m.pageTable, KC: ly.kc, VC: ly.vc, Out: m.att, KVType: o.KVType,
+		attn := runtime.AttnBuffers{QKV: m.qkv, PageTable: m.pageTable, KC: ly.kc, VC: ly.vc, Out: m.att, KVType: o.KVType, QKNorm: ly.qkNorm,
 			Rows: m.rows, Seqs: m.seqs, Blocks: m.blocks, Dummy: m.dummy}
 		steps := []func() error{
 			func() error {

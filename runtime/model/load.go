@@ -175,6 +175,12 @@ func (m *Model) upload(src weights.TensorSource) error {
 				}
 				return
 			},
+			func() (e error) {
+				if c.QKNorm {
+					dl.qkNorm, e = l.vector(name("qk_norm"), t(weights.QNormSuffix), t(weights.KNormSuffix))
+				}
+				return
+			},
 			func() (e error) { dl.wo, e = l.matrix(name("wo"), qRows, part{t(weights.WoSuffix), c.Dim}); return },
 			func() (e error) {
 				dl.w13, e = l.matrix(name("w13"), c.Dim, part{t(weights.GateSuffix), c.HiddenDim}, part{t(weights.UpSuffix), c.HiddenDim})

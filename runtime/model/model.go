@@ -86,6 +86,7 @@ type deviceLayer struct {
 	attnNorm, ffnNorm *webgpu.Buffer  // [dim] f32
 	qkv               *runtime.Linear // [(n_heads + 2 n_kv) * hd, dim]: wq, wk, wv stacked
 	qkvBias           *webgpu.Buffer  // [(n_heads + 2 n_kv) * hd] or nil
+	qkNorm            *webgpu.Buffer  // [2, hd] f32: q_norm, k_norm (qwen3) or nil
 	wo                *runtime.Linear // [dim, n_heads * hd]
 	w13               *runtime.Linear // [2 hidden, dim]: gate, up stacked
 	w2                *runtime.Linear // [dim, hidden]

@@ -18,6 +18,8 @@ var testConfigs = []weights.Config{
 		RopeScaling: &weights.RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 16}},
 	// Rows of 1 KiB (f32) and 512 B (f16): the weights are uploaded with padded row strides.
 	{Arch: "llama", Dim: 256, HiddenDim: 512, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 64, Vocab: 128, MaxSeq: 64, RopeTheta: 10000, RMSEps: 1e-5},
+	// Qwen3: q and k normalized per head, heads wider than hidden / heads (q is 96 wide, dim 48).
+	{Arch: "qwen3", Dim: 48, HiddenDim: 80, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 24, Vocab: 200, MaxSeq: 80, RopeTheta: 1e6, RMSEps: 1e-6, QKNorm: true},
 }
 
 func maxRelErr(got, want []float32) (float64, int) {

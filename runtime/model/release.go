@@ -19,7 +19,7 @@ func (m *Model) Release() {
 		m.pageTable, m.rowsel, m.logits, m.res, m.drafts, m.q, m.out, m.staging, m.dummy, m.adj, m.lp, m.lpStaging, m.feat}
 	for _, ly := range m.layers {
 		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
-		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.kc, ly.vc)
+		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.qkNorm, ly.kc, ly.vc)
 	}
 	if m.chainSt != nil {
 		m.chainSt.release()

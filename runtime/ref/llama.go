@@ -55,6 +55,9 @@ func RandomLlama(cfg weights.Config, seed int64) *weights.LlamaWeights {
 		if cfg.AttnBias {
 			ly.Bq, ly.Bk, ly.Bv = normal(q, 0, 0.1), normal(kv, 0, 0.1), normal(kv, 0, 0.1)
 		}
+		if cfg.QKNorm {
+			ly.QNorm, ly.KNorm = normal(cfg.HeadDim, 1, 0.3), normal(cfg.HeadDim, 1, 0.3)
+		}
 		w.Layers = append(w.Layers, ly)
 	}
 	w.Norm = normal(dim, 1, 0.1)
@@ -73,6 +76,7 @@ func RandomLlama(cfg weights.Config, seed int64) *weights.LlamaWeights {
 //	for each layer:
 //	    h = RMSNorm(x, AttnNorm)
 //	    q = h Wq^T + Bq;  k = h Wk^T + Bk;  v = h Wv^T + Bv       // [M, nH|nKV, hd]
+//	    (qwen3) q = RMSNorm(q, QNorm), k = RMSNorm(k, KNorm), each head
 //	    RoPE(q), RoPE(k) at their positions; append k, v to the cache
 //	    x = x + Attention(q, cache) Wo^T
 //	    h = RMSNorm(x, FFNNorm)
@@ -105,6 +109,10 @@ func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32
 		qm := MatMul(h, ly.Wq, ly.Bq, nil, M, q, dim)  // [M, nH, hd]
 		km := MatMul(h, ly.Wk, ly.Bk, nil, M, kv, dim) // [M, nKV, hd]
 		vm := MatMul(h, ly.Wv, ly.Bv, nil, M, kv, dim) // [M, nKV, hd]
+		if c.QKNorm {
+			qm = RMSNorm(qm, ly.QNorm, M*nH, hd, c.RMSEps) // each [hd] head by itself
+			km = RMSNorm(km, ly.KNorm, M*nKV, hd, c.RMSEps)
+		}
 		Rope(qm, pos, M, nH, hd, s.invFreq)
 		Rope(km, pos, M, nKV, hd, s.invFreq)
 		kCache, vCache := s.appendKV(l, km, vm)                      // [T, nKV, hd]

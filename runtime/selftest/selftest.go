@@ -66,6 +66,7 @@ type tol struct{ atol, rtol float64 }
 //	rmsnorm    1e-4      1e-3   2e-3      1e-3   f32 sum of squares, inverseSqrt (2 ulp)
 //	matmul     1e-4      1e-3   2e-3      1e-3   f32 dot products of up to 4097 terms (and _wg)
 //	rope_kv    2e-3      1e-3   2e-3      2e-3   WGSL sin/cos: absolute 2^-11 on [-pi, pi]; f16: the cache's k and v rounded (1 ulp)
+//	qk_norm    1e-4      1e-3   -         -      as rmsnorm, per head (its weights are f32 always)
 //	attention  2e-4      1e-3   2e-4      1e-3   f32 online softmax, exp (3 + 2|x| ulp) (and _wg); f16: a cache of f16 values, read exactly
 //	copy_rows  0         0      -         -      a copy
 //	argmax_rows, sample: exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
@@ -75,6 +76,7 @@ var tolerances = map[string][2]tol{
 	"matmul":       {{1e-4, 1e-3}, {2e-3, 1e-3}},
 	"matmul_wg":    {{1e-4, 1e-3}, {2e-3, 1e-3}},
 	"rope_kv":      {{2e-3, 1e-3}, {2e-3, 2e-3}},
+	"qk_norm":      {{1e-4, 1e-3}, {1e-4, 1e-3}},
 	"attention":    {{2e-4, 1e-3}, {2e-4, 1e-3}},
 	"attention_wg": {{2e-4, 1e-3}, {2e-4, 1e-3}},
 	"copy_rows":    {{0, 0}, {0, 0}},
@@ -103,6 +105,7 @@ func allCases() []testCase {
 	all = append(all, rmsnormCases()...)
 	all = append(all, matmulCases()...)
 	all = append(all, ropeCases()...)
+	all = append(all, qkNormCases()...)
 	all = append(all, attentionCases()...)
 	all = append(all, sampleCases()...)
 	all = append(all, copyRowsCases()...)

@@ -31,6 +31,9 @@ func NewLlama(w *weights.LlamaWeights, maxPos int) (*Llama, error) {
 	if c.RopeScaling != nil {
 		return nil, fmt.Errorf("distill: %w: rope_scaling in the CPU forward pass", weights.ErrUnsupported)
 	}
+	if c.QKNorm {
+		return nil, fmt.Errorf("distill: %w: q/k norms (qwen3) in the CPU forward pass", weights.ErrUnsupported)
+	}
 	if c.NKVHeads != c.NHeads {
 		return nil, fmt.Errorf("distill: %w: grouped-query attention (%d/%d heads) in the CPU forward pass", weights.ErrUnsupported, c.NHeads, c.NKVHeads)
 	}

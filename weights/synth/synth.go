@@ -28,6 +28,8 @@ var Shapes = map[string]weights.Config{
 		RopeScaling: &weights.RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}},
 	"qwen2.5-0.5b": {Arch: "qwen2", Dim: 896, HiddenDim: 4864, NLayers: 24, NHeads: 14, NKVHeads: 2, HeadDim: 64,
 		Vocab: 151936, MaxSeq: 32768, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, AttnBias: true, BOS: -1, EOS: []int{151643}},
+	"qwen3-0.6b": {Arch: "qwen3", Dim: 1024, HiddenDim: 3072, NLayers: 28, NHeads: 16, NKVHeads: 8, HeadDim: 128,
+		Vocab: 151936, MaxSeq: 40960, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, QKNorm: true, BOS: 151643, EOS: []int{151645}},
 	"smollm2-135m": {Arch: "llama", Dim: 576, HiddenDim: 1536, NLayers: 30, NHeads: 9, NKVHeads: 3, HeadDim: 64,
 		Vocab: 49152, MaxSeq: 8192, RopeTheta: 100000, RMSEps: 1e-5, TieEmbed: true, BOS: 0, EOS: []int{0}},
 }
