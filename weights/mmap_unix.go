@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // mappedFiles: mapFile maps files (their pages can be dropped and read again).
@@ -41,8 +43,8 @@ func mapFile(path string) ([]byte, func() error, error) {
 // dropPages hands the whole pages of b, a part of a mapped file, back to the system: they
 // leave the process's resident memory (and are read again from the file if touched).
 func dropPages(b []byte) {
-	const page = 4096
-	if len(b) < 2*page {
+	page := uintptr(os.Getpagesize()) // 16 KiB on Apple silicon
+	if uintptr(len(b)) < 2*page {
 		return
 	}
 	start := uintptr(unsafe.Pointer(&b[0]))
@@ -51,5 +53,5 @@ func dropPages(b []byte) {
 	if hi <= lo {
 		return
 	}
-	syscall.Madvise(b[lo:hi], syscall.MADV_DONTNEED) // best effort: the pages stay readable
+	unix.Madvise(b[lo:hi], unix.MADV_DONTNEED) // best effort: the pages stay readable
 }
