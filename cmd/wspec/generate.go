@@ -76,6 +76,7 @@ func runGenerate(args []string) error {
 	frequency := fs.Float32("frequency-penalty", 0, "subtracted per occurrence among the generated tokens, in [-2, 2]")
 	repetition := fs.Float32("repetition-penalty", 1, "divides positive (multiplies negative) logits of tokens seen; 1 is off")
 	stops := fs.StringArray("stop", nil, "end the text where this string appears (repeatable)")
+	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past the model's end-of-sequence tokens (vLLM's ignore_eos)")
 	ef := addEngineFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec generate [flags] PROMPT\n\nflags:\n%s", fs.FlagUsages())
@@ -95,7 +96,7 @@ func runGenerate(args []string) error {
 	if *topP == 0 {
 		*topP = engine.SmallestTopP
 	}
-	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, OnText: func(s string) { fmt.Print(s) },
+	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, IgnoreEOS: *ignoreEOS, OnText: func(s string) { fmt.Print(s) },
 		Sampling: engine.Sampling{Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed, MinP: *minP,
 			PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition}}
 	if err := opts.Validate(0); err != nil { // the same check as the engine's, before the model loads

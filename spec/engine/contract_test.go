@@ -134,6 +134,11 @@ func TestFinishReasons(t *testing.T) {
 	if res.Finish != spec.FinishStop || res.Text != ", there was a little" {
 		t.Fatalf("end token: finish %q, text %q", res.Finish, res.Text)
 	}
+	// ignore_eos: the same text goes on past "girl" to max_tokens.
+	res = generate(t, e2, "Once upon a time", GenerateOptions{MaxTokens: 50, IgnoreEOS: true})
+	if res.Finish != spec.FinishLength || len(res.Tokens) != 50 || !strings.HasPrefix(res.Text, ", there was a little girl") {
+		t.Fatalf("ignore_eos: finish %q, %d tokens, text %q", res.Finish, len(res.Tokens), res.Text)
+	}
 }
 
 // Four goroutines generating on one engine, three prompts each, greedy and seeded sampling,

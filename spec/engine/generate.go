@@ -61,8 +61,12 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 	o := r.opts
 	start := time.Now()
 	ts := newTextStream(e.tok, o.Stop, o.OnText)
+	stop := e.cfg.EOS
+	if o.IgnoreEOS {
+		stop = nil
+	}
 	resc := e.sched.Submit(&sched.Request{Ctx: ctx, Prompt: r.Prompt, MaxNew: r.maxNew, Sampling: o.Sampling,
-		Stop: e.cfg.EOS, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push})
+		Stop: stop, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push})
 	var res sched.Result
 	for done := false; !done; {
 		select {

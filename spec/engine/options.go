@@ -56,6 +56,9 @@ type GenerateOptions struct {
 	// Stop strings end the generation where they first appear in the text (which they are
 	// not part of), also across token boundaries. At most MaxStops, each 1..MaxStopBytes.
 	Stop []string
+	// IgnoreEOS keeps generating past the model's end-of-sequence tokens (vLLM's ignore_eos:
+	// for benchmarks and comparisons of a fixed length).
+	IgnoreEOS bool
 
 	// Sampling: Temperature 0 is greedy (otherwise finite and > 0); TopP in (0, 1] (0 is
 	// unset: off); TopK >= 1, or 0 or -1 (vLLM's spelling) for off; MinP in [0, 1];

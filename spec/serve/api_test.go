@@ -7,6 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/engine"
 )
 
@@ -165,6 +166,26 @@ func TestChoicesAndStop(t *testing.T) {
 		if text != full[:at] || finish != "stop" {
 			t.Errorf("stop %q (stream %v): %q (%s), want %q", stop, stream, text, finish, full[:at])
 		}
+	}
+}
+
+// ignore_eos (vLLM's) generates past the end of the story to max_tokens.
+func TestIgnoreEOS(t *testing.T) {
+	f := specServer(t)
+	prompt := "Once upon a time"
+	ends := f.generate(t, prompt, engine.GenerateOptions{MaxTokens: 250})
+	if ends.Finish != spec.FinishStop {
+		t.Fatalf("the story does not end within 250 tokens (%q): pick another prompt", ends.Finish)
+	}
+	body := mustJSON(t, map[string]any{"model": model, "prompt": prompt, "max_tokens": 250, "temperature": 0, "ignore_eos": true})
+	code, b := f.post(t, "/v1/completions", body)
+	var rep completionReply
+	mustUnmarshal(t, string(b), &rep)
+	if code != 200 || len(rep.Choices) != 1 {
+		t.Fatalf("%d %s", code, b)
+	}
+	if c := rep.Choices[0]; *c.FinishReason != "length" || !strings.HasPrefix(c.Text, ends.Text) || len(c.Text) <= len(ends.Text) {
+		t.Fatalf("ignore_eos: %s, %q; without it the text ends at %d bytes", *c.FinishReason, c.Text, len(ends.Text))
 	}
 }
 

@@ -38,7 +38,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		return nil, nil, invalid("model", codeModelNotFound, "the model `%s` does not exist (this server serves %q)", f.Model, s.name)
 	}
 	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam}
-	o := &engine.GenerateOptions{}
+	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS}
 	if f.StreamOptions != nil {
 		if !f.Stream {
 			return nil, nil, invalid("stream_options", codeInvalidValue, "stream_options: only allowed when stream is true")

@@ -25,6 +25,7 @@ type samplingFields struct {
 	TopK              *int     `json:"top_k"`
 	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	IgnoreEOS         bool     `json:"ignore_eos"`
 	// wspec's extension: per-request speculation.
 	Speculative *speculativeField `json:"speculative"`
 }
