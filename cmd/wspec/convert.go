@@ -7,23 +7,33 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/hf2gguf"
 	"github.com/wspec/wspec/weights/llama2c"
 )
 
 func runConvert(args []string) error {
 	fs := pflag.NewFlagSet("convert", pflag.ContinueOnError)
-	from := fs.String("from", "llama2c", "source layout (llama2c)")
-	out := fs.String("out", "", "output folder (Hugging Face layout); written whole, or left as it was on failure")
+	from := fs.String("from", "llama2c", "source layout: llama2c (MODEL.bin TOKENIZER.bin) or hf (a Hugging Face folder)")
+	to := fs.String("to", "", "output format: hf (a Hugging Face folder; the default from llama2c) or gguf (from hf)")
+	out := fs.String("out", "", "output folder (hf) or file (gguf); written whole, or left as it was on failure")
+	outType := fs.String("outtype", "f16", "with --to gguf: the matrices' type, f16 or f32 (norms stay f32)")
 	force := fs.Bool("force", false, "replace an --out folder that is not empty (once the new one is complete)")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: wspec convert --from llama2c MODEL.bin TOKENIZER.bin --out DIR [--force]\n")
+		fmt.Fprintf(os.Stderr, "usage: wspec convert --from llama2c MODEL.bin TOKENIZER.bin --out DIR [--force]\n"+
+			"       wspec convert --from hf DIR --to gguf --out FILE.gguf [--outtype f16|f32]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *from != "llama2c" {
-		return fmt.Errorf("unknown --from %q (supported: llama2c)", *from)
+	switch {
+	case *from == "hf" && *to == "gguf":
+		return convertToGGUF(fs, *out, *outType)
+	case *from != "llama2c":
+		return fmt.Errorf("--from %q --to %q: want --from llama2c (to hf) or --from hf --to gguf", *from, *to)
+	case *to != "" && *to != "hf":
+		return fmt.Errorf("--from llama2c --to %q: llama2c converts to hf", *to)
 	}
 	if fs.NArg() != 2 || *out == "" {
 		fs.Usage()
@@ -37,5 +47,27 @@ func runConvert(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (model.safetensors, config.json, tokenizer.json, tokenizer_config.json)\n", *out)
+	return nil
+}
+
+// convertToGGUF writes the Hugging Face folder named by fs's argument as a GGUF file.
+func convertToGGUF(fs *pflag.FlagSet, out, outType string) error {
+	if fs.NArg() != 1 || out == "" {
+		fs.Usage()
+		return fmt.Errorf("want one model folder and --out FILE.gguf")
+	}
+	o := hf2gguf.Options{Matrices: gguf.F16}
+	switch outType {
+	case "f16":
+	case "f32":
+		o.Matrices = gguf.F32
+	default:
+		return fmt.Errorf("--outtype %q: want f16 or f32 (quantized types are not written yet)", outType)
+	}
+	fmt.Fprintf(os.Stderr, "converting %s -> %s (%s matrices)\n", fs.Arg(0), out, outType)
+	if err := hf2gguf.Convert(fs.Arg(0), out, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", out)
 	return nil
 }

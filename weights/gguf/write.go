@@ -49,6 +49,9 @@ func WriteFile(path string, kvs []KV, tensors []Tensor) (err error) {
 	if err = w.Flush(); err != nil {
 		return err
 	}
+	if err = f.Chmod(0o644); err != nil { // CreateTemp's 0600 is for the temporary name only
+		return err
+	}
 	if err = f.Sync(); err != nil {
 		return err
 	}

@@ -140,33 +140,40 @@ func writeShards(dir string, cfg weights.Config, o Options) error {
 	return os.WriteFile(filepath.Join(dir, weights.IndexFileName), b, 0o644)
 }
 
-// values draws a tensor's random values: norms near 1, biases small, matrices N(0, s^2) with
-// s = 1/sqrt(fan-in) (the residual stream keeps its scale through the layers), the embedding
-// (and LM head) wider, so that the logits are peaked.
+// values draws a tensor's random values so that greedy text is neither a tie of near-equal
+// tokens nor an echo of the last token (what llama.cpp's gguf notes advise): the embedding
+// (and LM head) small, std 0.02 as real models are initialized, so the residual stream is the
+// layers' work and not the token's own embedding; the final norm's weight large, so the logits
+// have a std of about 10; q and k wider (std 1.5/sqrt(fan-in)) so attention is sharp; the other
+// matrices N(0, 1/fan-in), norms near 1, biases small.
 func values(rng *rand.Rand, sp weights.TensorSpec, cfg weights.Config, n int) []float32 {
 	v := make([]float32, n)
 	name := sp.Name
+	fanIn := float64(sp.Shape[len(sp.Shape)-1])
+	fill := func(mean, std float64) []float32 {
+		for i := range v {
+			v[i] = float32(mean + std*rng.NormFloat64())
+		}
+		return v
+	}
 	switch {
+	case name == weights.NormTensorName:
+		g := 10 / (embedStd * math.Sqrt(float64(cfg.Dim)))
+		return fill(g, 0.1*g)
 	case strings.HasSuffix(name, "norm.weight"):
-		for i := range v {
-			v[i] = float32(1 + 0.1*rng.NormFloat64())
-		}
-		return v
+		return fill(1, 0.1)
 	case strings.HasSuffix(name, ".bias"):
-		for i := range v {
-			v[i] = float32(0.02 * rng.NormFloat64())
-		}
-		return v
+		return fill(0, 0.02)
+	case name == weights.EmbedTensorName || name == weights.LMHeadTensorName:
+		return fill(0, embedStd)
+	case strings.HasSuffix(name, weights.WqSuffix) || strings.HasSuffix(name, weights.WkSuffix):
+		return fill(0, 1.5/math.Sqrt(fanIn))
 	}
-	scale := 1 / math.Sqrt(float64(sp.Shape[len(sp.Shape)-1]))
-	if name == weights.EmbedTensorName || name == weights.LMHeadTensorName {
-		scale = 1.0 // peaked logits: a token's embedding and the last hidden state line up strongly
-	}
-	for i := range v {
-		v[i] = float32(scale * rng.NormFloat64())
-	}
-	return v
+	return fill(0, 1/math.Sqrt(fanIn))
 }
+
+// embedStd is the embedding's (and LM head's) standard deviation.
+const embedStd = 0.02
 
 // writeTokenizer copies the tokenizer.json given, or writes a byte-level BPE tokenizer of the
 // 256 bytes and the config's BOS and EOS (ids past them unused).

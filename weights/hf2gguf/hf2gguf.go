@@ -1,0 +1,146 @@
+// Package hf2gguf writes a Hugging Face model folder as a GGUF file that llama.cpp reads, as
+// llama.cpp's convert_hf_to_gguf.py writes it: llama and mistral as arch "llama" with q and k
+// rows permuted for llama.cpp's interleaved rope, llama3 rope scaling as a rope_freqs tensor,
+// qwen2 and qwen3 as themselves (NEOX rope, no permutation), the byte-level BPE tokenizer as
+// tokenizer.ggml.* with [PADn] tokens up to the embedding's rows. Tensors stream from the
+// checkpoint to the file a chunk of rows at a time.
+package hf2gguf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/gguf"
+)
+
+// Options choose the file.
+type Options struct {
+	// Matrices is the type of the 2-D weights: gguf.F32 (default) or gguf.F16. Norms, biases and
+	// rope_freqs are F32, as llama.cpp's converter writes them.
+	Matrices gguf.TensorType
+	// NoRopeFreqs leaves out a llama3-scaled model's rope_freqs tensor (a negative control for
+	// comparisons: the file then computes unscaled rope).
+	NoRopeFreqs bool
+	// NoPermute writes llama's q and k rows unpermuted (a negative control).
+	NoPermute bool
+}
+
+// Convert writes the model folder dir as the GGUF file out (which must not exist).
+func Convert(dir, out string, o Options) error {
+	if o.Matrices != gguf.F32 && o.Matrices != gguf.F16 {
+		return fmt.Errorf("hf2gguf: matrices of type %v (want F32 or F16)", o.Matrices)
+	}
+	cfg, err := weights.LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	ck, err := weights.OpenCheckpoint(dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	if err := cfg.CheckTensors(ck); err != nil {
+		return err
+	}
+	tok, err := readTokenizer(dir, cfg)
+	if err != nil {
+		return err
+	}
+	arch := archName(cfg)
+	kvs := append(modelKVs(cfg, arch, o), tok...)
+	tensors, err := modelTensors(cfg, ck, arch, o)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	return gguf.WriteFile(out, kvs, tensors)
+}
+
+// archName is the GGUF architecture of cfg: mistral is llama to llama.cpp.
+func archName(c *weights.Config) string {
+	if c.Arch == "mistral" {
+		return "llama"
+	}
+	return c.Arch
+}
+
+// modelKVs are the architecture's hyperparameters under "<arch>." keys.
+func modelKVs(c *weights.Config, arch string, o Options) []gguf.KV {
+	fileType := uint32(0) // LLAMA_FTYPE_ALL_F32
+	if o.Matrices == gguf.F16 {
+		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
+	}
+	k := func(s string) string { return arch + "." + s }
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: arch},
+		{Key: "general.name", Value: "wspec " + c.Arch},
+		{Key: "general.file_type", Value: fileType},
+		{Key: k("vocab_size"), Value: uint32(c.Vocab)},
+		{Key: k("context_length"), Value: uint32(c.MaxSeq)},
+		{Key: k("embedding_length"), Value: uint32(c.Dim)},
+		{Key: k("block_count"), Value: uint32(c.NLayers)},
+		{Key: k("feed_forward_length"), Value: uint32(c.HiddenDim)},
+		{Key: k("attention.head_count"), Value: uint32(c.NHeads)},
+		{Key: k("attention.head_count_kv"), Value: uint32(c.NKVHeads)},
+		{Key: k("attention.key_length"), Value: uint32(c.HeadDim)},
+		{Key: k("attention.value_length"), Value: uint32(c.HeadDim)},
+		{Key: k("rope.freq_base"), Value: float32(c.RopeTheta)},
+		{Key: k("rope.dimension_count"), Value: uint32(c.HeadDim)},
+		{Key: k("attention.layer_norm_rms_epsilon"), Value: float32(c.RMSEps)},
+	}
+	return kvs
+}
+
+// RopeFreqs is llama3 rope scaling as llama.cpp's per-frequency divisors (rope_freqs.weight):
+// for frequency i of a head of hd, 1 where its wavelength is short, the factor where it is
+// long, and a blend between, as generate_extra_tensors computes them.
+func RopeFreqs(c *weights.Config) []float32 {
+	rs, hd := c.RopeScaling, c.HeadDim
+	low := float64(rs.OriginalMaxPos) / rs.LowFreqFactor
+	high := float64(rs.OriginalMaxPos) / rs.HighFreqFactor
+	out := make([]float32, hd/2)
+	for i := range out {
+		freq := 1 / math.Pow(c.RopeTheta, float64(2*i)/float64(hd))
+		wavelen := 2 * math.Pi / freq
+		switch {
+		case wavelen < high:
+			out[i] = 1
+		case wavelen > low:
+			out[i] = float32(rs.Factor)
+		default:
+			smooth := (float64(rs.OriginalMaxPos)/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
+			out[i] = float32(1 / ((1-smooth)/rs.Factor + smooth))
+		}
+	}
+	return out
+}
+
+// f32Bytes is v little-endian.
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// writeRows writes rows of v in type t.
+func writeRows(w io.Writer, v []float32, t gguf.TensorType) error {
+	if t == gguf.F32 {
+		_, err := w.Write(f32Bytes(v))
+		return err
+	}
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], weights.F32ToF16(x))
+	}
+	_, err := w.Write(b)
+	return err
+}
