@@ -31,13 +31,20 @@ type linearPart struct {
 const Block = 8
 
 // BlockedLayout returns w ([rows, k] row-major) in the blocked layout, as float32.
-func BlockedLayout(w []float32, rows, k int) []float32 {
+func BlockedLayout(w []float32, rows, k int) []float32 { return blocked(w, rows, k) }
+
+// blocked lays w ([rows, k] row-major) out in blocks of Block rows: within a block, the 4
+// values of each row at columns 4c..4c+3 are contiguous, and the rows' groups of 4 follow
+// each other for column group c (so a subgroup's loads are contiguous). Padding is zero.
+func blocked[T float32 | uint16](w []T, rows, k int) []T {
 	k4 := (k + 3) / 4
 	blocks := (rows + Block - 1) / Block
-	out := make([]float32, blocks*k4*Block*4)
+	out := make([]T, blocks*k4*Block*4)
 	for n := 0; n < rows; n++ {
-		for i := 0; i < k; i++ {
-			out[(((n/Block)*k4+i/4)*Block+n%Block)*4+i%4] = w[n*k+i]
+		row := w[n*k : (n+1)*k]
+		base := (n/Block)*k4*Block*4 + (n%Block)*4
+		for c := 0; c < k4; c++ {
+			copy(out[base+c*Block*4:base+c*Block*4+4], row[c*4:min(c*4+4, k)])
 		}
 	}
 	return out
@@ -93,10 +100,27 @@ func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
 // multiple of Block, and so is the number of rows unless they end the matrix: the rows a
 // block holds are written together.
 func (l *Linear) WriteRows(row0 int, w []float32) error {
-	n := len(w) / l.K
+	return l.writeRows(row0, len(w), func(lo, hi int) []byte {
+		b := blocked(w[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
+		if l.WT != wgsl.F16 {
+			return F32Bytes(b)
+		}
+		raw := make([]byte, 2*len(b))
+		for i, f := range b {
+			h := weights.F32ToF16(f)
+			raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
+		}
+		return raw
+	})
+}
+
+// writeRows checks that values (a whole number of rows from row0) are whole blocks and writes
+// each part's share, laid out and encoded by encode(lo, hi) for the matrix rows lo..hi.
+func (l *Linear) writeRows(row0, values int, encode func(lo, hi int) []byte) error {
+	n := values / l.K
 	switch {
-	case len(w)%l.K != 0 || row0%Block != 0 || row0 < 0 || row0+n > l.Rows || (n%Block != 0 && row0+n != l.Rows):
-		return fmt.Errorf("runtime: rows %d..%d (%d values) of a [%d, %d] matrix: want whole blocks of %d rows", row0, row0+n, len(w), l.Rows, l.K, Block)
+	case values%l.K != 0 || row0%Block != 0 || row0 < 0 || row0+n > l.Rows || (n%Block != 0 && row0+n != l.Rows):
+		return fmt.Errorf("runtime: rows %d..%d (%d values) of a [%d, %d] matrix: want whole blocks of %d rows", row0, row0+n, values, l.Rows, l.K, Block)
 	case n == 0:
 		return nil
 	}
@@ -106,20 +130,25 @@ func (l *Linear) WriteRows(row0 int, w []float32) error {
 		if lo >= hi {
 			continue
 		}
-		blocked := BlockedLayout(w[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
-		var raw []byte
-		if l.WT == wgsl.F16 {
-			raw = make([]byte, 2*len(blocked))
-			for i, f := range blocked {
-				h := weights.F32ToF16(f)
-				raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
-			}
-		} else {
-			raw = F32Bytes(blocked)
-		}
-		p.buf.Write(uint64((lo-p.row0)/Block)*blockBytes, raw)
+		p.buf.Write(uint64((lo-p.row0)/Block)*blockBytes, encode(lo, hi))
 	}
 	return nil
+}
+
+// WriteRowsF16 is WriteRows for an f16 matrix from IEEE half-precision bits (a checkpoint
+// stored in F16 goes to the device without a float32 round trip).
+func (l *Linear) WriteRowsF16(row0 int, h []uint16) error {
+	if l.WT != wgsl.F16 {
+		return fmt.Errorf("runtime: f16 rows for a %v matrix", l.WT)
+	}
+	return l.writeRows(row0, len(h), func(lo, hi int) []byte {
+		b := blocked(h[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
+		raw := make([]byte, 2*len(b))
+		for i, v := range b {
+			raw[2*i], raw[2*i+1] = byte(v), byte(v>>8)
+		}
+		return raw
+	})
 }
 
 // Parts is the number of row parts (storage bindings) the matrix is split into.

@@ -35,25 +35,11 @@ func (c *Checkpoint) Shape(name string) (int, int, int64, error) {
 // read are handed back to the system (a mapped file's pages would otherwise stay resident
 // beside the device's copy).
 func (c *Checkpoint) Rows(name string, row0 int, dst []float32) error {
-	t, err := c.Tensor(name)
+	data, dt, err := c.rowBytes(name, row0, len(dst))
 	if err != nil {
 		return err
 	}
-	mapped := c.where[name].mapped
-	rows, cols, err := rowsCols(t)
-	if err != nil {
-		return err
-	}
-	if !t.DType.IsFloat() {
-		return fmt.Errorf("%w: tensor %q is %s, not a float type", ErrDType, name, t.DType)
-	}
-	n := len(dst) / max(cols, 1)
-	if row0 < 0 || len(dst)%max(cols, 1) != 0 || row0+n > rows {
-		return fmt.Errorf("%w: rows %d..%d of tensor %q [%d, %d]", ErrShape, row0, row0+n, name, rows, cols)
-	}
-	size := t.DType.Size()
-	data := t.Data[row0*cols*size : (row0+n)*cols*size]
-	switch t.DType {
+	switch dt {
 	case F32:
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
@@ -67,10 +53,70 @@ func (c *Checkpoint) Rows(name string, row0 int, dst []float32) error {
 			dst[i] = BF16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
 		}
 	}
-	if mapped {
+	c.dropRead(name, data)
+	return nil
+}
+
+// HalfSource is a TensorSource that also gives rows as IEEE half-precision bits, for a device
+// that stores weights in f16: F16 storage goes as it is, without a float32 round trip.
+type HalfSource interface {
+	TensorSource
+	HalfRows(name string, row0 int, dst []uint16) error
+}
+
+var _ HalfSource = (*Checkpoint)(nil)
+
+// HalfRows reads rows of a checkpoint tensor as f16 bits: F16 copied, BF16 and F32 rounded.
+func (c *Checkpoint) HalfRows(name string, row0 int, dst []uint16) error {
+	data, dt, err := c.rowBytes(name, row0, len(dst))
+	if err != nil {
+		return err
+	}
+	switch dt {
+	case F16:
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint16(data[2*i:])
+		}
+	case BF16:
+		for i := range dst {
+			dst[i] = F32ToF16(BF16ToF32(binary.LittleEndian.Uint16(data[2*i:])))
+		}
+	case F32:
+		for i := range dst {
+			dst[i] = F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
+		}
+	}
+	c.dropRead(name, data)
+	return nil
+}
+
+// rowBytes is the stored bytes of n values from row row0 of a float tensor, and its type.
+func (c *Checkpoint) rowBytes(name string, row0, n int) ([]byte, DType, error) {
+	t, err := c.Tensor(name)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, cols, err := rowsCols(t)
+	if err != nil {
+		return nil, "", err
+	}
+	if !t.DType.IsFloat() {
+		return nil, "", fmt.Errorf("%w: tensor %q is %s, not a float type", ErrDType, name, t.DType)
+	}
+	nr := n / max(cols, 1)
+	if row0 < 0 || n%max(cols, 1) != 0 || row0+nr > rows {
+		return nil, "", fmt.Errorf("%w: rows %d..%d of tensor %q [%d, %d]", ErrShape, row0, row0+nr, name, rows, cols)
+	}
+	size := t.DType.Size()
+	return t.Data[row0*cols*size : (row0+nr)*cols*size], t.DType, nil
+}
+
+// dropRead hands the pages of data, read from tensor name, back to the system when the
+// tensor's file is mapped.
+func (c *Checkpoint) dropRead(name string, data []byte) {
+	if c.where[name].mapped {
 		dropPages(data)
 	}
-	return nil
 }
 
 // rowsCols is a tensor's shape as rows and columns, its data checked against it.

@@ -48,9 +48,25 @@ func (l *loader) matrix(label string, k int, parts ...part) (*runtime.Linear, er
 	if err != nil {
 		return nil, err
 	}
+	if hs, ok := l.src.(weights.HalfSource); ok && l.weightType == wgsl.F16 {
+		err = fill(l, lin, parts, hs.HalfRows, lin.WriteRowsF16) // F16 storage as it is
+	} else {
+		err = fill(l, lin, parts, l.src.Rows, lin.WriteRows)
+	}
+	if err != nil {
+		lin.Release()
+		return nil, err
+	}
+	return lin, nil
+}
+
+// fill writes the rows of parts into lin a chunk of whole blocks at a time, whatever part they
+// come from, reading them with read and writing them with write (as float32 or f16 bits).
+func fill[T float32 | uint16](l *loader, lin *runtime.Linear, parts []part,
+	read func(name string, row0 int, dst []T) error, write func(row0 int, v []T) error) error {
+	k, rows := lin.K, lin.Rows
 	chunk := max(runtime.Block, chunkBytes/(4*k)/runtime.Block*runtime.Block)
-	buf := make([]float32, chunk*k)
-	// Rows are written a chunk of whole blocks at a time, whatever part they come from.
+	buf := make([]T, chunk*k)
 	row, pi, pr := 0, 0, 0 // next matrix row; the part it is in and its row there
 	for row < rows {
 		n := min(chunk, rows-row)
@@ -58,26 +74,23 @@ func (l *loader) matrix(label string, k int, parts ...part) (*runtime.Linear, er
 		for filled := 0; filled < n; {
 			p := parts[pi]
 			m := min(n-filled, p.rows-pr)
-			if err := l.src.Rows(p.name, pr, dst[filled*k:(filled+m)*k]); err != nil {
-				lin.Release()
-				return nil, fmt.Errorf("tensor %s: %w", p.name, err)
+			if err := read(p.name, pr, dst[filled*k:(filled+m)*k]); err != nil {
+				return fmt.Errorf("tensor %s: %w", p.name, err)
 			}
 			filled, pr = filled+m, pr+m
 			if pr == p.rows {
 				pi, pr = pi+1, 0
 			}
 		}
-		if err := lin.WriteRows(row, dst); err != nil {
-			lin.Release()
-			return nil, err
+		if err := write(row, dst); err != nil {
+			return err
 		}
 		row += n
 		if err := l.wrote(int64(n*k) * l.srcBytesPer(parts)); err != nil {
-			lin.Release()
-			return nil, err
+			return err
 		}
 	}
-	return lin, nil
+	return nil
 }
 
 // vector uploads the 1-D tensors names, concatenated, as f32.

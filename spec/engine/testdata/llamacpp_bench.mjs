@@ -1,7 +1,8 @@
 // llamacpp_bench.mjs: llama.cpp's load time, prefill and decode speed on a GGUF file, through
 // node-llama-cpp, for BENCHMARKS.md (beside `wspec generate` on the same weights).
 // Usage: node llamacpp_bench.mjs FILE.gguf cpu|vulkan PROMPT N
-// Prints one JSON line: load_s, prompt_tokens, prefill_tok_s, decode_tokens, decode_ms_per_token.
+// Prints one JSON line: load_s, prompt_tokens, prefill_tok_s, decode_tokens, decode_ms_per_token
+// (N 0: load_s alone).
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 const [file, backend, prompt, n] = process.argv.slice(2);
@@ -9,6 +10,10 @@ const llama = await getLlama({gpu: backend === "vulkan" ? "vulkan" : false, buil
 let t0 = performance.now();
 const model = await llama.loadModel({modelPath: file, gpuLayers: backend === "vulkan" ? "max" : 0});
 const load = (performance.now() - t0) / 1000;
+if (Number(n) === 0) {
+  console.log(JSON.stringify({backend, load_s: load}));
+  process.exit(0);
+}
 const context = await model.createContext({contextSize: 1024, batchSize: 512, threads: 1, flashAttention: false,
   experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32"});
 const seq = context.getSequence();
