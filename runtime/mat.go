@@ -12,6 +12,7 @@ type MatFusion struct {
 	Norm     *webgpu.Buffer // RMSNorm weight [K] applied to the input (nil: none)
 	Eps      float32
 	SwiGLU   bool           // the input is [gate | up], 2K wide
+	GeGLU    bool           // with SwiGLU: gelu_tanh(gate) * up instead of silu (Gemma)
 	Bias     *webgpu.Buffer // [Rows] (nil: none)
 	SiLU     bool           // silu(W x + b), before Accum (Medusa's residual blocks)
 	Accum    bool           // y += W x (residual add)
@@ -63,7 +64,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		return fmt.Errorf("runtime: %s: %d rows per block, want 1..%d", name, rows, MaxBlockRows)
 	}
 	o := Overrides{"ROWS": float64(rows)}
-	for key, on := range map[string]bool{"NORM": f.Norm != nil, "SWIGLU": f.SwiGLU, "HAS_BIAS": f.Bias != nil,
+	for key, on := range map[string]bool{"NORM": f.Norm != nil, "SWIGLU": f.SwiGLU, "GEGLU": f.GeGLU, "HAS_BIAS": f.Bias != nil,
 		"SILU": f.SiLU, "ACCUM": f.Accum, "LAST_ROWS": f.LastRows, "GATHER": f.Gather != nil} {
 		if on {
 			o[key] = 1

@@ -11,14 +11,15 @@ import (
 
 // The recorded ops that the target model and the drafter heads share.
 
-// AddEmbed records out[m, :] = table[tokens[m], :] for the step's rows: one dispatch per part of
-// the table.
-func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
+// AddEmbed records out[m, :] = table[tokens[m], :] * scale for the step's rows (scale 1, or
+// Gemma's sqrt(hidden)): one dispatch per part of the table.
+func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer, scale float32) error {
 	dim := uint32(table.K)
 	for _, part := range table.parts {
 		err := p.Add(KernelCall{
 			Kernel: "embed", Weights: table.WT,
-			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), K4: uint32((table.K + 3) / 4)},
+			Params: EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), K4: uint32((table.K + 3) / 4),
+				Scale: scale},
 			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
 			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(dim, 64), s.M, 1 },
 		})
@@ -36,6 +37,7 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer) error {
 type AttnBuffers struct {
 	QKV, PageTable, KC, VC, Out *webgpu.Buffer
 	QKNorm                      *webgpu.Buffer  // [2, hd] f32, q_norm then k_norm: with Config.QKNorm
+	Layer                       int             // the layer of the Config recorded (its rope base and window)
 	KVType                      wgsl.WeightType // KC and VC hold f32 or f16
 	Rows, Seqs, Blocks          *webgpu.Buffer
 	Dummy                       *webgpu.Buffer
@@ -72,9 +74,9 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuff
 		}
 	}
 	rope := RopeParams{NHeads: uint32(c.NHeads), NKV: uint32(c.NKVHeads), HeadDim: uint32(hd),
-		PageSize: uint32(pageSize), Theta: float32(c.RopeTheta)}
+		PageSize: uint32(pageSize), Theta: float32(c.LayerRopeTheta(b.Layer))}
 	o := Overrides{}
-	if rs := c.RopeScaling; rs != nil {
+	if rs := c.RopeScaling; rs != nil && !c.Sliding(b.Layer) {
 		o["LLAMA3"] = 1
 		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
 		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
@@ -109,12 +111,25 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuff
 	if batch {
 		ao["BATCH"] = 1
 	}
+	window := 0
+	if c.Sliding(b.Layer) {
+		window = c.SlidingWindow
+	}
 	return p.Add(KernelCall{
 		Kernel: kernel, Weights: b.KVType, Overrides: ao,
 		Params: AttnParams{NHeads: heads, NKV: uint32(c.NKVHeads), HeadDim: uint32(hd), PageSize: uint32(pageSize),
-			QStride: uint32((c.NHeads + 2*c.NKVHeads) * hd), Scale: float32(1 / math.Sqrt(float64(hd)))},
+			QStride: uint32((c.NHeads + 2*c.NKVHeads) * hd), Scale: float32(attnScale(c)), Window: uint32(window)},
 		Buffers: []webgpu.Binding{{Buffer: b.QKV}, {Buffer: b.PageTable}, {Buffer: b.KC}, {Buffer: b.VC}, {Buffer: b.Out},
 			{Buffer: rowsB}, {Buffer: seqsB}, {Buffer: blocksB}},
 		Grid: grid,
 	})
+}
+
+// attnScale is what the attention scores of c are multiplied by: 1/sqrt(head_dim), or
+// Gemma's query_pre_attn_scalar^-0.5.
+func attnScale(c *weights.Config) float64 {
+	if c.AttnScale > 0 {
+		return c.AttnScale
+	}
+	return 1 / math.Sqrt(float64(c.HeadDim))
 }

@@ -67,7 +67,11 @@ type RowResult struct {
 }
 
 // EmbedParams mirrors embed.wgsl's Params.
-type EmbedParams struct{ Dim, Rows, Row0, K4 uint32 }
+type EmbedParams struct {
+	Dim, Rows, Row0, K4 uint32
+	Scale               float32
+	A, B, C             uint32
+}
 
 // RMSNormParams mirrors rmsnorm.wgsl's Params.
 type RMSNormParams struct {
@@ -103,7 +107,7 @@ type QKNormParams struct {
 type AttnParams struct {
 	NHeads, NKV, HeadDim, PageSize, QStride uint32
 	Scale                                   float32
-	A, B                                    uint32
+	Window, B                               uint32
 }
 
 // SampleParams mirrors sample_rows.wgsl's and sample_pick.wgsl's Params.

@@ -44,6 +44,7 @@ type configJSON struct {
 	HiddenAct         *string         `json:"hidden_act"`
 	SlidingWindow     *int            `json:"sliding_window"`
 	UseSlidingWindow  *bool           `json:"use_sliding_window"`
+	gemmaJSON
 	BOSTokenID        json.RawMessage `json:"bos_token_id"`
 	EOSTokenID        json.RawMessage `json:"eos_token_id"`
 }
@@ -60,9 +61,11 @@ var knownArchs = map[string]archDefaults{
 	"mistral": {maxPos: 4096 * 32, rmsEps: 1e-6},
 	"qwen2":   {maxPos: 32768, rmsEps: 1e-6},
 	"qwen3":   {maxPos: 32768, rmsEps: 1e-6},
+	// Gemma3TextConfig's defaults
+	"gemma3_text": {maxPos: 131072, rmsEps: 1e-6},
 }
 
-// LoadConfig reads dir/config.json (model_type llama, mistral, qwen2 or qwen3) and, when
+// LoadConfig reads dir/config.json (model_type llama, mistral, qwen2, qwen3 or gemma3_text) and, when
 // present, dir/generation_config.json, whose bos_token_id replaces config.json's
 // and whose eos_token_id(s) come first in EOS, followed by config.json's others.
 //
@@ -109,9 +112,9 @@ func parseConfig(b []byte) (*Config, error) {
 	}
 	defs, ok := knownArchs[j.ModelType]
 	if !ok {
-		return nil, fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2 or qwen3)", ErrUnknownArch, j.ModelType)
+		return nil, fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2, qwen3 or gemma3_text)", ErrUnknownArch, j.ModelType)
 	}
-	if j.HiddenAct != nil && *j.HiddenAct != "silu" {
+	if j.HiddenAct != nil && *j.HiddenAct != "silu" && j.ModelType != "gemma3_text" {
 		return nil, fmt.Errorf("%w: hidden_act %q (only silu)", ErrUnsupported, *j.HiddenAct)
 	}
 	if j.MLPBias != nil && *j.MLPBias {
@@ -166,6 +169,11 @@ func parseConfig(b []byte) (*Config, error) {
 	}
 	c.AttnBias = j.ModelType == "qwen2" || (j.AttentionBias != nil && *j.AttentionBias)
 	c.QKNorm = j.ModelType == "qwen3"
+	if j.ModelType == "gemma3_text" {
+		if err := parseGemma3(&j, c); err != nil {
+			return nil, err
+		}
+	}
 	sliding := j.ModelType == "mistral" || (j.UseSlidingWindow != nil && *j.UseSlidingWindow)
 	if sliding && j.SlidingWindow != nil && *j.SlidingWindow > 0 && *j.SlidingWindow < c.MaxSeq {
 		c.MaxSeq = *j.SlidingWindow
@@ -298,7 +306,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: nil config", ErrBadConfig)
 	}
 	if _, ok := knownArchs[c.Arch]; !ok {
-		return fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2 or qwen3)", ErrUnknownArch, c.Arch)
+		return fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2, qwen3 or gemma3_text)", ErrUnknownArch, c.Arch)
 	}
 	sizes := []struct {
 		name string
@@ -338,6 +346,9 @@ func (c *Config) Validate() error {
 		if !(s.Factor >= 1) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPos <= 0 {
 			return fmt.Errorf("%w: llama3 rope_scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %+v", ErrBadConfig, *s)
 		}
+	}
+	if err := c.validateGemma(); err != nil {
+		return err
 	}
 	if c.BOS < -1 || c.BOS >= c.Vocab {
 		return fmt.Errorf("%w: bos_token_id %d outside the vocabulary of %d", ErrBadConfig, c.BOS, c.Vocab)

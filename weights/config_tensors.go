@@ -27,6 +27,11 @@ const (
 	BvSuffix       = "self_attn.v_proj.bias"
 	QNormSuffix    = "self_attn.q_norm.weight" // [head_dim], qwen3
 	KNormSuffix    = "self_attn.k_norm.weight" // [head_dim], qwen3
+	// Gemma 3's norms around attention and the MLP (its post_attention_layernorm is the norm of
+	// the attention's output, not the MLP's input norm as in Llama).
+	PostAttnNormSuffix = "post_attention_layernorm.weight"
+	PreFFNNormSuffix   = "pre_feedforward_layernorm.weight"
+	PostFFNNormSuffix  = "post_feedforward_layernorm.weight"
 	FFNNormSuffix  = "post_attention_layernorm.weight"
 	GateSuffix     = "mlp.gate_proj.weight" // w1
 	UpSuffix       = "mlp.up_proj.weight"   // w3
@@ -37,6 +42,15 @@ const (
 // e.g. LayerTensorName(3, WqSuffix) == "model.layers.3.self_attn.q_proj.weight".
 func LayerTensorName(i int, suffix string) string {
 	return fmt.Sprintf("model.layers.%d.%s", i, suffix)
+}
+
+// FFNNormSuffix is the suffix of the MLP's input norm: post_attention_layernorm in Llama,
+// pre_feedforward_layernorm in Gemma 3.
+func (c *Config) FFNNormSuffix() string {
+	if c.PostNorms {
+		return PreFFNNormSuffix
+	}
+	return FFNNormSuffix
 }
 
 // TensorSpec is the name and shape of a tensor the Llama forward pass reads.
@@ -70,7 +84,11 @@ func (c *Config) ExpectedTensors() []TensorSpec {
 			add(QNormSuffix, hd)
 			add(KNormSuffix, hd)
 		}
-		add(FFNNormSuffix, dim)
+		if c.PostNorms {
+			add(PostAttnNormSuffix, dim)
+			add(PostFFNNormSuffix, dim)
+		}
+		add(c.FFNNormSuffix(), dim)
 		add(GateSuffix, c.HiddenDim, dim)
 		add(UpSuffix, c.HiddenDim, dim)
 		add(DownSuffix, dim, c.HiddenDim)

@@ -2,6 +2,7 @@ package weights
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -245,4 +246,46 @@ func FuzzParseConfig(f *testing.F) {
 			c.ExpectedTensors()
 		}
 	})
+}
+
+// Gemma-3-1B's config.json (gemma3_text): its differences from Llama, and a round trip.
+func TestLoadConfigGemma3(t *testing.T) {
+	c, err := LoadConfig(writeConfigDir(t, `{"architectures":["Gemma3ForCausalLM"],"attention_bias":false,
+		"attention_dropout":0.0,"attn_logit_softcapping":null,"bos_token_id":2,"cache_implementation":"hybrid",
+		"eos_token_id":[1,106],"final_logit_softcapping":null,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh",
+		"hidden_size":1152,"initializer_range":0.02,"intermediate_size":6912,"max_position_embeddings":32768,
+		"model_type":"gemma3_text","num_attention_heads":4,"num_hidden_layers":26,"num_key_value_heads":1,
+		"pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_local_base_freq":10000,
+		"rope_scaling":null,"rope_theta":1000000,"sliding_window":512,"sliding_window_pattern":6,
+		"torch_dtype":"bfloat16","use_cache":true,"vocab_size":262144}`, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.NormPlusOne || !c.GeluTanh || !c.PostNorms || !c.QKNorm || c.AttnBias || c.HeadDim != 256 ||
+		c.EmbedScale != math.Sqrt(1152) || c.AttnScale != 1.0/16 || c.SlidingWindow != 512 || c.RopeLocalTheta != 10000 {
+		t.Fatalf("gemma3: %+v", c)
+	}
+	for l := range 26 {
+		if want := (l+1)%6 != 0; c.Sliding(l) != want {
+			t.Fatalf("layer %d sliding %v", l, c.Sliding(l))
+		}
+	}
+	if c.LayerRopeTheta(0) != 10000 || c.LayerRopeTheta(5) != 1e6 || c.FFNNormSuffix() != PreFFNNormSuffix {
+		t.Fatalf("layer rope bases %v %v, ffn norm %s", c.LayerRopeTheta(0), c.LayerRopeTheta(5), c.FFNNormSuffix())
+	}
+	dir := t.TempDir()
+	if err := WriteConfig(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadConfig(dir)
+	if err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("round trip:\n%+v\n%+v (%v)", back, c, err)
+	}
+	for _, bad := range []string{`"hidden_activation":"gelu"`, `"final_logit_softcapping":30.0`, `"rope_scaling":{"rope_type":"linear","factor":8.0}`,
+		`"layer_types":["full_attention"]`} {
+		if _, err := LoadConfig(writeConfigDir(t, `{"model_type":"gemma3_text","hidden_size":64,"intermediate_size":128,
+			"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,`+bad+`}`, "")); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
 }

@@ -13,6 +13,8 @@ var hfArchitectures = map[string]string{
 	"mistral": "MistralForCausalLM",
 	"qwen2":   "Qwen2ForCausalLM",
 	"qwen3":   "Qwen3ForCausalLM",
+	// Gemma 3's text model
+	"gemma3_text": "Gemma3ForCausalLM",
 }
 
 // WriteConfig validates c and writes dir/config.json and
@@ -47,6 +49,21 @@ func WriteConfig(dir string, c *Config) error {
 	}
 	if c.Arch == "mistral" {
 		j["sliding_window"] = nil
+	}
+	if c.Arch == "gemma3_text" {
+		delete(j, "hidden_act")
+		j["hidden_activation"] = "gelu_pytorch_tanh"
+		j["query_pre_attn_scalar"] = 1 / (c.AttnScale * c.AttnScale)
+		j["sliding_window"] = c.SlidingWindow
+		j["rope_local_base_freq"] = c.RopeLocalTheta
+		types := make([]string, c.NLayers)
+		for i := range types {
+			types[i] = "full_attention"
+			if c.Sliding(i) {
+				types[i] = "sliding_attention"
+			}
+		}
+		j["layer_types"] = types
 	}
 	if s := c.RopeScaling; s != nil {
 		j["rope_scaling"] = map[string]any{

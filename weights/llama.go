@@ -25,7 +25,9 @@ type LlamaLayer struct {
 	Bv       []float32 // [kv] or nil   v_proj.bias
 	QNorm    []float32 // [hd] or nil   self_attn.q_norm (Cfg.QKNorm), every q head
 	KNorm    []float32 // [hd] or nil   self_attn.k_norm, every k head
-	FFNNorm  []float32 // [dim]         post_attention_layernorm
+	FFNNorm  []float32 // [dim]         post_attention_layernorm (Gemma: pre_feedforward_layernorm)
+	PostAttn []float32 // [dim] or nil  Gemma's post_attention_layernorm (Cfg.PostNorms)
+	PostFFN  []float32 // [dim] or nil  Gemma's post_feedforward_layernorm
 	WGate    []float32 // [hidden, dim] mlp.gate_proj
 	WUp      []float32 // [hidden, dim] mlp.up_proj
 	WDown    []float32 // [dim, hidden] mlp.down_proj
@@ -90,7 +92,7 @@ func LlamaFrom(cfg *Config, ck *Checkpoint, progress Progress) (*LlamaWeights, e
 	for i := 0; i < cfg.NLayers; i++ {
 		l := func(s string) []float32 { return get(LayerTensorName(i, s)) }
 		ly := LlamaLayer{
-			AttnNorm: l(AttnNormSuffix), FFNNorm: l(FFNNormSuffix),
+			AttnNorm: l(AttnNormSuffix), FFNNorm: l(cfg.FFNNormSuffix()),
 			Wq: l(WqSuffix), Wk: l(WkSuffix), Wv: l(WvSuffix), Wo: l(WoSuffix),
 			WGate: l(GateSuffix), WUp: l(UpSuffix), WDown: l(DownSuffix),
 		}
@@ -99,6 +101,9 @@ func LlamaFrom(cfg *Config, ck *Checkpoint, progress Progress) (*LlamaWeights, e
 		}
 		if cfg.QKNorm {
 			ly.QNorm, ly.KNorm = l(QNormSuffix), l(KNormSuffix)
+		}
+		if cfg.PostNorms {
+			ly.PostAttn, ly.PostFFN = l(PostAttnNormSuffix), l(PostFFNNormSuffix)
 		}
 		w.Layers = append(w.Layers, ly)
 	}

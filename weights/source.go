@@ -171,7 +171,8 @@ func (w *LlamaWeights) tensor(name string) ([]float32, int, int, error) {
 			v          []float32
 			rows, cols int
 		}{
-			{AttnNormSuffix, l.AttnNorm, 1, c.Dim}, {FFNNormSuffix, l.FFNNorm, 1, c.Dim},
+			{AttnNormSuffix, l.AttnNorm, 1, c.Dim}, {c.FFNNormSuffix(), l.FFNNorm, 1, c.Dim},
+			{PostAttnNormSuffix, l.PostAttn, 1, c.Dim}, {PostFFNNormSuffix, l.PostFFN, 1, c.Dim},
 			{WqSuffix, l.Wq, q, c.Dim}, {WkSuffix, l.Wk, kv, c.Dim}, {WvSuffix, l.Wv, kv, c.Dim}, {WoSuffix, l.Wo, c.Dim, q},
 			{BqSuffix, l.Bq, 1, q}, {BkSuffix, l.Bk, 1, kv}, {BvSuffix, l.Bv, 1, kv},
 			{QNormSuffix, l.QNorm, 1, c.HeadDim}, {KNormSuffix, l.KNorm, 1, c.HeadDim},

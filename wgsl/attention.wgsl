@@ -18,8 +18,9 @@
 struct Params {
   n_heads: u32, n_kv: u32, head_dim: u32, page_size: u32,
   q_stride: u32,  // row stride of q (the fused qkv buffer's width)
-  scale: f32,     // 1 / sqrt(head_dim)
-  _a: u32, _b: u32,
+  scale: f32,     // 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-0.5)
+  window: u32,    // > 0: a token at p sees positions p - window + 1 .. p only (a sliding window)
+  _b: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -74,12 +75,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     }
   }
   let T = p0 + nr; // positions the block's last row sees
+  // With a window, the block's first row sees from p0 + 1 - window: no row sees before that.
+  let lo = select(0u, p0 + 1u - min(P.window, p0 + 1u), P.window > 0u);
   var run_max: array<f32, MAXR>;
   var run_sum: array<f32, MAXR>;
   for (var r = 0u; r < ROWS; r++) { run_max[r] = -3.0e38; }
   var acc: array<vec4f, MAXR * MAXA>; // [row, a]
   let na = (d4 + sgs - 1u) / sgs; // accumulators per row: the lane's slices lane, lane + sgs, ...
-  for (var t0 = 0u; t0 < T; t0 += sgs) {
+  for (var t0 = lo; t0 < T; t0 += sgs) {
     let t = t0 + lane;
     // The scores of position t (zeros past T). Initialised explicitly: a variable declared
     // in a loop must be zeroed at every iteration, which a compiler seen here did not do.
@@ -93,7 +96,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     }
     var p: array<f32, MAXR>;
     for (var r = 0u; r < ROWS; r++) {
-      let seen = t <= p0 + min(r, nr - 1u); // causal: row r sees positions up to its own
+      let pr = p0 + min(r, nr - 1u); // row r's position
+      let seen = t <= pr && (P.window == 0u || t + P.window > pr); // causal, and in the window
       let sr = select(-3.0e38, s[r], seen && t < T);
       let new_max = max(run_max[r], subgroupMax(sr));
       p[r] = select(0.0, exp(sr - new_max), seen && t < T);

@@ -9,8 +9,9 @@
 struct Params {
   n_heads: u32, n_kv: u32, head_dim: u32, page_size: u32,
   q_stride: u32,  // row stride of q (the fused qkv buffer's width)
-  scale: f32,     // 1 / sqrt(head_dim)
-  _a: u32, _b: u32,
+  scale: f32,     // 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-0.5)
+  window: u32,    // > 0: a token at p sees positions p - window + 1 .. p only (a sliding window)
+  _b: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -68,7 +69,9 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   var run_max = -3.0e38;
   var run_sum = 0.0;
   var acc = vec4f(0.0);
-  for (var t0 = 0u; t0 < T; t0 += WG) {
+  var lo = 0u; // with a window, the first position seen
+  if (P.window > 0u && T > P.window) { lo = T - P.window; }
+  for (var t0 = lo; t0 < T; t0 += WG) {
     workgroupBarrier();
     let t = t0 + l.x;
     var s = -3.0e38;

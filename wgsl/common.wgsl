@@ -80,3 +80,12 @@ fn gumbel(seed_lo: u32, seed_hi: u32, seq: u32, pos: u32, draw: u32) -> f32 {
 fn silu(x: f32) -> f32 {
   return x / (1.0 + exp(-x));
 }
+
+// gelu_tanh is GELU in its tanh approximation (PyTorch's approximate="tanh"). tanh is written
+// out through exp of a non-positive argument, so it neither overflows nor loses the sign.
+fn gelu_tanh(x: f32) -> f32 {
+  let u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+  let e = exp(-2.0 * abs(u));
+  let t = sign(u) * (1.0 - e) / (1.0 + e);
+  return 0.5 * x * (1.0 + t);
+}

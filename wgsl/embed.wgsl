@@ -3,7 +3,11 @@
 // bigger than one binding is split into parts of whole blocks: this part holds rows
 // [row0, row0 + rows) and fills only the tokens that fall in it.
 //!include common.wgsl
-struct Params { dim: u32, rows: u32, row0: u32, k4: u32 }
+struct Params {
+  dim: u32, rows: u32, row0: u32, k4: u32,
+  scale: f32, // the rows are multiplied by it (Gemma's sqrt(hidden); 1 for the others)
+  _a: u32, _b: u32, _c: u32,
+}
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> tokens: array<u32>;     // [m]
@@ -19,5 +23,5 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   let t = tokens[m];
   if (t < P.row0 || t - P.row0 >= P.rows) { return; }
   let r = t - P.row0;
-  x[m * P.dim + i] = f32(table[(((r / 8u) * P.k4 + i / 4u) * 8u + r % 8u) * 4u + i % 4u]);
+  x[m * P.dim + i] = f32(table[(((r / 8u) * P.k4 + i / 4u) * 8u + r % 8u) * 4u + i % 4u]) * P.scale;
 }

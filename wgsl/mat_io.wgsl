@@ -10,6 +10,7 @@
 //   NORM      xin = x * normw / rms(x): RMSNorm on the input (the sum of squares is gathered
 //             on the way, so the norm costs no extra pass over x)
 //   SWIGLU    xin[r, k] = silu(x[r, k]) * x[r, k + K]: the input is [gate | up], 2K wide
+//   GEGLU     with SWIGLU: gelu_tanh instead of silu (Gemma's MLP)
 //   HAS_BIAS  + bias[col0 + n]
 //   SILU      y = silu(...) before ACCUM (Medusa's residual blocks)
 //   ACCUM     y += ... (the residual add)
@@ -30,6 +31,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read> rowsel: array<u32>;       // [logit_rows] with GATHER
 override NORM: bool = false;
 override SWIGLU: bool = false;
+override GEGLU: bool = false;
 override HAS_BIAS: bool = false;
 override SILU: bool = false;
 override ACCUM: bool = false;
@@ -60,6 +62,7 @@ fn xraw(row: u32, k: u32) -> f32 {
   if (k >= P.k) { return 0.0; }
   if (SWIGLU) {
     let b = row * 2u * P.k + k;
+    if (GEGLU) { return gelu_tanh(x[b]) * x[b + P.k]; }
     return silu(x[b]) * x[b + P.k];
   }
   return x[row * P.k + k];

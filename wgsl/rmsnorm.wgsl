@@ -1,5 +1,7 @@
 // rmsnorm.wgsl: y[m, :] = x[m, :] * w / sqrt(mean(x[m, :]^2) + eps); one workgroup per row.
-// (The model fuses the norm into the matmul that follows it; this kernel serves the drafters.)
+// With ADD, y[m, :] += that instead (Gemma's norms of the attention's and the MLP's outputs,
+// added to the residual stream). (The model fuses its input norms into the matmuls that
+// follow them; this kernel serves the drafters and Gemma's output norms.)
 //!include common.wgsl
 struct Params {
   n: u32, eps: f32,
@@ -12,6 +14,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> w: array<wtype>;        // [n]
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;    // [m, y_stride]
 override WG: u32 = 64;
+override ADD: bool = false;
 var<workgroup> red: array<f32, WG>;
 
 @compute @workgroup_size(WG)
@@ -29,5 +32,9 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   }
   let rinv = inverseSqrt(red[0] / f32(P.n) + P.eps);
   let ys = select(P.y_stride, P.n, P.y_stride == 0u);
-  for (var i = l.x; i < P.n; i += WG) { y[m * ys + P.y_off + i] = x[base + i] * rinv * f32(w[i]); }
+  for (var i = l.x; i < P.n; i += WG) {
+    let o = m * ys + P.y_off + i;
+    let v = x[base + i] * rinv * f32(w[i]);
+    if (ADD) { y[o] += v; } else { y[o] = v; }
+  }
 }

@@ -37,7 +37,7 @@ func writeHF(t *testing.T, dir string, w *weights.LlamaWeights, dt string) {
 	for i, l := range w.Layers {
 		n := func(s string) string { return weights.LayerTensorName(i, s) }
 		ts = append(ts,
-			mk(n(weights.AttnNormSuffix), l.AttnNorm, c.Dim), mk(n(weights.FFNNormSuffix), l.FFNNorm, c.Dim),
+			mk(n(weights.AttnNormSuffix), l.AttnNorm, c.Dim), mk(n(c.FFNNormSuffix()), l.FFNNorm, c.Dim),
 			mk(n(weights.WqSuffix), l.Wq, q, c.Dim), mk(n(weights.WkSuffix), l.Wk, kv, c.Dim),
 			mk(n(weights.WvSuffix), l.Wv, kv, c.Dim), mk(n(weights.WoSuffix), l.Wo, c.Dim, q),
 			mk(n(weights.GateSuffix), l.WGate, c.HiddenDim, c.Dim), mk(n(weights.UpSuffix), l.WUp, c.HiddenDim, c.Dim),
@@ -47,6 +47,9 @@ func writeHF(t *testing.T, dir string, w *weights.LlamaWeights, dt string) {
 		}
 		if c.QKNorm {
 			ts = append(ts, mk(n(weights.QNormSuffix), l.QNorm, c.HeadDim), mk(n(weights.KNormSuffix), l.KNorm, c.HeadDim))
+		}
+		if c.PostNorms {
+			ts = append(ts, mk(n(weights.PostAttnNormSuffix), l.PostAttn, c.Dim), mk(n(weights.PostFFNNormSuffix), l.PostFFN, c.Dim))
 		}
 	}
 	if err := weights.WriteSafeTensors(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {

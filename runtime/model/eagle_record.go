@@ -40,7 +40,7 @@ func (e *Eagle) record(rows int, catchup bool, depth int) (*runtime.Program, err
 			Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
 		})
 	}
-	if err := p.AddEmbed(ly.embed, b.tok, b.e); err != nil {
+	if err := p.AddEmbed(ly.embed, b.tok, b.e, 1); err != nil {
 		return nil, err
 	}
 	qkvIn := b.x

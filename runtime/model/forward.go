@@ -6,6 +6,7 @@ import (
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
 )
 
 // record builds the dispatch list of one forward step over a batch of rows, reading like the
@@ -21,6 +22,9 @@ import (
 //	    x += Wo att                                    matmul ACCUM
 //	    h = [Wgate; Wup] rmsnorm(x)                    matmul NORM
 //	    x += Wdown (silu(gate) * up)                   matmul SWIGLU + ACCUM
+//	(Gemma: x scaled in embed; q and k normalized in qk_norm; attention windowed in sliding
+//	layers; Wo att and the MLP's output go to post, then x += rmsnorm(post), rmsnorm ADD;
+//	gelu_tanh for silu, matmul GEGLU)
 //	logits = lm_head rmsnorm(x[rows that sample])      matmul NORM + GATHER
 //	res = per row: argmax                              sample_rows (greedy rows)
 //	      or p'(draft)/q'(draft) and a sample          sample_draw (other rows; only in steps that have them)
@@ -37,7 +41,11 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 	eps := float32(c.RMSEps)
 	hd := c.HeadDim
 	qkvW := (c.NHeads + 2*c.NKVHeads) * hd
-	if err := p.AddEmbed(m.embed, m.tokens, m.x); err != nil {
+	embedScale := float32(1)
+	if c.EmbedScale > 0 {
+		embedScale = float32(c.EmbedScale)
+	}
+	if err := p.AddEmbed(m.embed, m.tokens, m.x, embedScale); err != nil {
 		return nil, err
 	}
 	for i, ly := range m.layers {
@@ -58,20 +66,34 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 			}
 		}
 		attn := runtime.AttnBuffers{QKV: m.qkv, PageTable: m.pageTable, KC: ly.kc, VC: ly.vc, Out: m.att, KVType: o.KVType, QKNorm: ly.qkNorm,
-			Rows: m.rows, Seqs: m.seqs, Blocks: m.blocks, Dummy: m.dummy}
+			Rows: m.rows, Seqs: m.seqs, Blocks: m.blocks, Dummy: m.dummy, Layer: i}
+		// out adds a matmul's output to x: fused (ACCUM), or through Gemma's norm of it.
+		out := func(label string, w *runtime.Linear, in *webgpu.Buffer, f runtime.MatFusion, norm *webgpu.Buffer) error {
+			if !c.PostNorms {
+				f.Accum = true
+				return p.AddMat(name(label), w, in, m.x, c.Dim, f, rows, m.dummy)
+			}
+			if err := p.AddMat(name(label), w, in, m.post, c.Dim, f, rows, m.dummy); err != nil {
+				return err
+			}
+			return p.Add(runtime.KernelCall{
+				Kernel: "rmsnorm", Weights: wgsl.F32, Overrides: runtime.Overrides{"ADD": 1},
+				Params:  runtime.RMSNormParams{N: uint32(c.Dim), Eps: eps},
+				Buffers: []webgpu.Binding{{Buffer: m.post}, {Buffer: norm}, {Buffer: m.x}},
+				Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return 1, s.M, 1 },
+			})
+		}
 		steps := []func() error{
 			func() error {
 				return p.AddMat(name("qkv"), ly.qkv, m.x, m.qkv, qkvW, runtime.MatFusion{Norm: ly.attnNorm, Eps: eps, Bias: ly.qkvBias}, rows, m.dummy)
 			},
 			func() error { return p.AddAttention(&c, o.PageSize, rows, attn) },
-			func() error {
-				return p.AddMat(name("wo"), ly.wo, m.att, m.x, c.Dim, runtime.MatFusion{Accum: true}, rows, m.dummy)
-			},
+			func() error { return out("wo", ly.wo, m.att, runtime.MatFusion{}, ly.postAttn) },
 			func() error {
 				return p.AddMat(name("w13"), ly.w13, m.x, m.h, 2*c.HiddenDim, runtime.MatFusion{Norm: ly.ffnNorm, Eps: eps}, rows, m.dummy)
 			},
 			func() error {
-				return p.AddMat(name("w2"), ly.w2, m.h, m.x, c.Dim, runtime.MatFusion{SwiGLU: true, Accum: true}, rows, m.dummy)
+				return out("w2", ly.w2, m.h, runtime.MatFusion{SwiGLU: true, GeGLU: c.GeluTanh}, ly.postFFN)
 			},
 		}
 		for _, s := range steps {

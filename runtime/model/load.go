@@ -27,6 +27,7 @@ type loader struct {
 	d           *runtime.Device
 	src         weights.TensorSource
 	weightType  wgsl.WeightType
+	plusOne     bool // norms multiply by 1 + w (Gemma)
 	done, total int64
 	pending     int64 // bytes written since the last flush
 	progress    weights.Progress
@@ -93,8 +94,19 @@ func fill[T float32 | uint16](l *loader, lin *runtime.Linear, parts []part,
 	return nil
 }
 
+// normVector uploads norm weights as vector does, as what the norm multiplies by: Gemma's
+// 1 + w (the kernels multiply by the stored value).
+func (l *loader) normVector(label string, names ...string) (*webgpu.Buffer, error) {
+	return l.vectorPlus(label, l.plusOne, names...)
+}
+
 // vector uploads the 1-D tensors names, concatenated, as f32.
 func (l *loader) vector(label string, names ...string) (*webgpu.Buffer, error) {
+	return l.vectorPlus(label, false, names...)
+}
+
+// vectorPlus is vector with 1 added to every value when plusOne.
+func (l *loader) vectorPlus(label string, plusOne bool, names ...string) (*webgpu.Buffer, error) {
 	var v []float32
 	var bytes int64
 	for _, name := range names {
@@ -105,6 +117,11 @@ func (l *loader) vector(label string, names ...string) (*webgpu.Buffer, error) {
 		part := make([]float32, cols)
 		if err := l.src.Rows(name, 0, part); err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", name, err)
+		}
+		if plusOne {
+			for i := range part {
+				part[i]++
+			}
 		}
 		v, bytes = append(v, part...), bytes+b
 	}
@@ -148,7 +165,7 @@ func (l *loader) flush() error {
 // upload streams the model's weights from src and allocates its KV cache.
 func (m *Model) upload(src weights.TensorSource) error {
 	c := m.Cfg
-	l := &loader{d: m.d, src: src, weightType: m.Opts.Weights, progress: m.Opts.Progress}
+	l := &loader{d: m.d, src: src, weightType: m.Opts.Weights, progress: m.Opts.Progress, plusOne: c.NormPlusOne}
 	for _, spec := range c.ExpectedTensors() {
 		_, _, b, err := src.Shape(spec.Name)
 		if err != nil {
@@ -166,7 +183,7 @@ func (m *Model) upload(src weights.TensorSource) error {
 			return err
 		}
 	}
-	if m.norm, err = l.vector("norm", weights.NormTensorName); err != nil {
+	if m.norm, err = l.normVector("norm", weights.NormTensorName); err != nil {
 		return err
 	}
 	qRows, kvRows := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
@@ -176,8 +193,16 @@ func (m *Model) upload(src weights.TensorSource) error {
 		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
 		t := func(suffix string) string { return weights.LayerTensorName(i, suffix) }
 		steps := []func() error{
-			func() (e error) { dl.attnNorm, e = l.vector(name("attn_norm"), t(weights.AttnNormSuffix)); return },
-			func() (e error) { dl.ffnNorm, e = l.vector(name("ffn_norm"), t(weights.FFNNormSuffix)); return },
+			func() (e error) { dl.attnNorm, e = l.normVector(name("attn_norm"), t(weights.AttnNormSuffix)); return },
+			func() (e error) { dl.ffnNorm, e = l.normVector(name("ffn_norm"), t(c.FFNNormSuffix())); return },
+			func() (e error) {
+				if c.PostNorms {
+					if dl.postAttn, e = l.normVector(name("post_attn_norm"), t(weights.PostAttnNormSuffix)); e == nil {
+						dl.postFFN, e = l.normVector(name("post_ffn_norm"), t(weights.PostFFNNormSuffix))
+					}
+				}
+				return
+			},
 			func() (e error) {
 				dl.qkv, e = l.matrix(name("qkv"), c.Dim, part{t(weights.WqSuffix), qRows}, part{t(weights.WkSuffix), kvRows}, part{t(weights.WvSuffix), kvRows})
 				return
@@ -190,7 +215,7 @@ func (m *Model) upload(src weights.TensorSource) error {
 			},
 			func() (e error) {
 				if c.QKNorm {
-					dl.qkNorm, e = l.vector(name("qk_norm"), t(weights.QNormSuffix), t(weights.KNormSuffix))
+					dl.qkNorm, e = l.normVector(name("qk_norm"), t(weights.QNormSuffix), t(weights.KNormSuffix))
 				}
 				return
 			},

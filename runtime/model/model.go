@@ -86,7 +86,8 @@ type deviceLayer struct {
 	attnNorm, ffnNorm *webgpu.Buffer  // [dim] f32
 	qkv               *runtime.Linear // [(n_heads + 2 n_kv) * hd, dim]: wq, wk, wv stacked
 	qkvBias           *webgpu.Buffer  // [(n_heads + 2 n_kv) * hd] or nil
-	qkNorm            *webgpu.Buffer  // [2, hd] f32: q_norm, k_norm (qwen3) or nil
+	qkNorm            *webgpu.Buffer  // [2, hd] f32: q_norm, k_norm (qwen3, Gemma) or nil
+	postAttn, postFFN *webgpu.Buffer  // [dim] f32: Gemma's norms of the attention's and MLP's outputs, or nil
 	wo                *runtime.Linear // [dim, n_heads * hd]
 	w13               *runtime.Linear // [2 hidden, dim]: gate, up stacked
 	w2                *runtime.Linear // [dim, hidden]
@@ -110,6 +111,7 @@ type Model struct {
 	// Activations, sized for PrefillChunk rows.
 	x, qkv, att, h *webgpu.Buffer // [chunk, dim], [chunk, qkv width], [chunk, n_heads*hd], [chunk, 2 hidden]
 	aux            *webgpu.Buffer // [chunk, len(AuxLayers) * dim] or nil
+	post           *webgpu.Buffer // [chunk, dim]: Gemma's attention and MLP outputs before their norms, or nil
 	tokens         *webgpu.Buffer // [chunk] u32
 	rows           *webgpu.Buffer // [chunk] RowInfo: each row's sequence and position
 	blocks         *webgpu.Buffer // [chunk] AttnBlock: attention's blocks of rows
@@ -205,6 +207,13 @@ func (m *Model) allocate() error {
 			return err
 		}
 		*s.b = b
+	}
+	if c.PostNorms {
+		b, err := m.d.NewStorage("post", uint64(4*chunk*c.Dim))
+		if err != nil {
+			return err
+		}
+		m.post = b
 	}
 	if n := len(o.AuxLayers); n > 0 {
 		for _, l := range o.AuxLayers {

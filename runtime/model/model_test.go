@@ -20,6 +20,11 @@ var testConfigs = []weights.Config{
 	{Arch: "llama", Dim: 256, HiddenDim: 512, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 64, Vocab: 128, MaxSeq: 64, RopeTheta: 10000, RMSEps: 1e-5},
 	// Qwen3: q and k normalized per head, heads wider than hidden / heads (q is 96 wide, dim 48).
 	{Arch: "qwen3", Dim: 48, HiddenDim: 80, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 24, Vocab: 200, MaxSeq: 80, RopeTheta: 1e6, RMSEps: 1e-6, QKNorm: true},
+	// Gemma 3: norms as 1 + w around attention and the MLP, a scaled embedding, GeGLU, its own
+	// attention scale, sliding layers (a window of 5 tokens, their own rope base) and a global one.
+	{Arch: "gemma3_text", Dim: 64, HiddenDim: 96, NLayers: 3, NHeads: 2, NKVHeads: 1, HeadDim: 32, Vocab: 200, MaxSeq: 80,
+		RopeTheta: 1e6, RMSEps: 1e-6, TieEmbed: true, QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true,
+		EmbedScale: 8, AttnScale: 0.2, SlidingWindow: 5, SlidingLayers: []bool{true, false, true}, RopeLocalTheta: 10000},
 }
 
 func maxRelErr(got, want []float32) (float64, int) {

@@ -15,11 +15,11 @@ func (m *Model) Release() {
 	if m.lmHead != m.embed {
 		linears = append(linears, m.lmHead)
 	}
-	bufs := []*webgpu.Buffer{m.norm, m.x, m.qkv, m.att, m.h, m.aux, m.tokens, m.rows, m.blocks, m.seqs,
+	bufs := []*webgpu.Buffer{m.norm, m.x, m.qkv, m.att, m.h, m.aux, m.post, m.tokens, m.rows, m.blocks, m.seqs,
 		m.pageTable, m.rowsel, m.logits, m.res, m.drafts, m.q, m.out, m.staging, m.dummy, m.adj, m.lp, m.lpStaging, m.feat}
 	for _, ly := range m.layers {
 		linears = append(linears, ly.qkv, ly.wo, ly.w13, ly.w2)
-		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.qkNorm, ly.kc, ly.vc)
+		bufs = append(bufs, ly.attnNorm, ly.ffnNorm, ly.qkvBias, ly.qkNorm, ly.postAttn, ly.postFFN, ly.kc, ly.vc)
 	}
 	if m.chainSt != nil {
 		m.chainSt.release()

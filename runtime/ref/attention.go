@@ -96,6 +96,13 @@ func Rope(x []float32, pos []int, rows, nHeads, headDim int, invFreq []float64) 
 // Positions after p are masked (causal), whatever T is. Scores, softmax and the weighted
 // sum are float64.
 func Attention(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd int) []float32 {
+	return AttentionWindow(q, kCache, vCache, pos, M, T, nH, nKV, hd, 1/math.Sqrt(float64(hd)), 0)
+}
+
+// AttentionWindow is Attention with the scores scaled by scale instead of 1/sqrt(hd) and,
+// for window > 0, the query at p seeing only positions p - window + 1 .. p (a sliding window
+// of window tokens, itself included: Gemma's local layers).
+func AttentionWindow(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd int, scale float64, window int) []float32 {
 	check("Attention q", q, M*nH*hd)
 	check("Attention kCache", kCache, T*nKV*hd)
 	check("Attention vCache", vCache, T*nKV*hd)
@@ -109,7 +116,6 @@ func Attention(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd int) []
 		}
 	}
 	group := nH / nKV // query heads per kv head
-	scale := 1 / math.Sqrt(float64(hd))
 	out := make([]float32, M*nH*hd) // [M, nH, hd]
 	parallelRows(M*nH, M*nH*T*hd*2, func(lo, hi int) {
 		for mh := lo; mh < hi; mh++ {
@@ -117,15 +123,23 @@ func Attention(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd int) []
 			p := pos[m]
 			kvh := h / group
 			qh := toF64(q[mh*hd : (mh+1)*hd]) // [hd]
-			scores := make([]float64, p+1)    // [p+1]
+			first := 0 // the first position the query sees
+			if window > 0 {
+				first = max(0, p-window+1)
+			}
+			scores := make([]float64, p+1) // [p+1]; 0 before first once exponentiated
 			mx := math.Inf(-1)
-			for t := 0; t <= p; t++ {
+			for t := first; t <= p; t++ {
 				kt := kCache[(t*nKV+kvh)*hd : (t*nKV+kvh+1)*hd] // [hd]
 				scores[t] = dot(qh, kt) * scale
 				mx = math.Max(mx, scores[t])
 			}
 			var sum float64
 			for t := range scores {
+				if t < first {
+					scores[t] = 0
+					continue
+				}
 				scores[t] = math.Exp(scores[t] - mx)
 				sum += scores[t]
 			}

@@ -11,7 +11,7 @@ import (
 // far, token t at position t.
 type LlamaState struct {
 	w       *weights.LlamaWeights
-	invFreq []float64   // [headDim/2] rotary inverse frequencies
+	invFreq [][]float64 // [nLayers][headDim/2] rotary inverse frequencies (Gemma's local layers have their own base)
 	k       [][]float32 // [nLayers][T, nKV, headDim] keys, after RoPE
 	v       [][]float32 // [nLayers][T, nKV, headDim] values
 	n       int         // T, the number of cached tokens
@@ -20,12 +20,15 @@ type LlamaState struct {
 // NewLlamaState returns an empty sequence for w.
 func NewLlamaState(w *weights.LlamaWeights) *LlamaState {
 	c := w.Cfg
-	return &LlamaState{
-		w:       w,
-		invFreq: RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling),
-		k:       make([][]float32, c.NLayers),
-		v:       make([][]float32, c.NLayers),
+	s := &LlamaState{w: w, k: make([][]float32, c.NLayers), v: make([][]float32, c.NLayers)}
+	for l := range c.NLayers {
+		if c.Sliding(l) {
+			s.invFreq = append(s.invFreq, RopeInvFreq(c.HeadDim, c.RopeLocalTheta, nil))
+		} else {
+			s.invFreq = append(s.invFreq, RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling))
+		}
 	}
+	return s
 }
 
 // Len returns the number of tokens in the cache (the position of the next token).

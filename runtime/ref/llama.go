@@ -37,17 +37,21 @@ func RandomLlama(cfg weights.Config, seed int64) *weights.LlamaWeights {
 	dim, hidden := cfg.Dim, cfg.HiddenDim
 	q, kv := cfg.NHeads*cfg.HeadDim, cfg.NKVHeads*cfg.HeadDim
 	linear := func(out, in int) []float32 { return normal(out*in, 0, 1/math.Sqrt(float64(in))) }
+	normMean := 1.0 // what the norms multiply by is about 1: w, or 1 + w for Gemma
+	if cfg.NormPlusOne {
+		normMean = 0
+	}
 
 	w := &weights.LlamaWeights{Cfg: cfg}
 	w.Embed = normal(cfg.Vocab*dim, 0, 2/math.Sqrt(float64(dim)))
 	for range cfg.NLayers {
 		ly := weights.LlamaLayer{
-			AttnNorm: normal(dim, 1, 0.1),
+			AttnNorm: normal(dim, normMean, 0.1),
 			Wq:       linear(q, dim),
 			Wk:       linear(kv, dim),
 			Wv:       linear(kv, dim),
 			Wo:       linear(dim, q),
-			FFNNorm:  normal(dim, 1, 0.1),
+			FFNNorm:  normal(dim, normMean, 0.1),
 			WGate:    linear(hidden, dim),
 			WUp:      linear(hidden, dim),
 			WDown:    linear(dim, hidden),
@@ -56,11 +60,14 @@ func RandomLlama(cfg weights.Config, seed int64) *weights.LlamaWeights {
 			ly.Bq, ly.Bk, ly.Bv = normal(q, 0, 0.1), normal(kv, 0, 0.1), normal(kv, 0, 0.1)
 		}
 		if cfg.QKNorm {
-			ly.QNorm, ly.KNorm = normal(cfg.HeadDim, 1, 0.3), normal(cfg.HeadDim, 1, 0.3)
+			ly.QNorm, ly.KNorm = normal(cfg.HeadDim, normMean, 0.3), normal(cfg.HeadDim, normMean, 0.3)
+		}
+		if cfg.PostNorms {
+			ly.PostAttn, ly.PostFFN = normal(dim, normMean, 0.1), normal(dim, normMean, 0.1)
 		}
 		w.Layers = append(w.Layers, ly)
 	}
-	w.Norm = normal(dim, 1, 0.1)
+	w.Norm = normal(dim, normMean, 0.1)
 	w.LMHead = w.Embed
 	if !cfg.TieEmbed {
 		w.LMHead = normal(cfg.Vocab*dim, 0, 2/math.Sqrt(float64(dim)))
@@ -72,21 +79,23 @@ func RandomLlama(cfg weights.Config, seed int64) *weights.LlamaWeights {
 // runs them through the model together, as Hugging Face LlamaForCausalLM does, each token
 // attending to the cache and to the new tokens up to itself:
 //
-//	x = Embed[tokens]                                            // [M, dim]
+//	x = Embed[tokens] (* EmbedScale, Gemma)                       // [M, dim]
 //	for each layer:
 //	    h = RMSNorm(x, AttnNorm)
 //	    q = h Wq^T + Bq;  k = h Wk^T + Bk;  v = h Wv^T + Bv       // [M, nH|nKV, hd]
-//	    (qwen3) q = RMSNorm(q, QNorm), k = RMSNorm(k, KNorm), each head
-//	    RoPE(q), RoPE(k) at their positions; append k, v to the cache
-//	    x = x + Attention(q, cache) Wo^T
+//	    (qwen3, Gemma) q = RMSNorm(q, QNorm), k = RMSNorm(k, KNorm), each head
+//	    RoPE(q), RoPE(k) at their positions (the layer's base); append k, v to the cache
+//	    a = Attention(q, cache) Wo^T      (Gemma: scaled by AttnScale, sliding layers windowed)
+//	    x = x + a                         (Gemma: x + RMSNorm(a, PostAttn))
 //	    h = RMSNorm(x, FFNNorm)
-//	    x = x + (silu(h WGate^T) * (h WUp^T)) WDown^T
+//	    f = (act(h WGate^T) * (h WUp^T)) WDown^T    (act: SiLU; Gemma: tanh GELU)
+//	    x = x + f                         (Gemma: x + RMSNorm(f, PostFFN))
 //	logits = RMSNorm(x, Norm) LMHead^T                           // [M, vocab]
 //
-// It returns logits [M, vocab] for every new token (row m predicts position n+m+1) and
-// hidden [nLayers][M, dim], hidden[l] being the residual stream after layer l, so
-// hidden[nLayers-1] is the input of the final norm (the features EAGLE and Medusa
-// heads read).
+// Gemma's norms multiply by 1 + w. It returns logits [M, vocab] for every new token (row m
+// predicts position n+m+1) and hidden [nLayers][M, dim], hidden[l] being the residual stream
+// after layer l, so hidden[nLayers-1] is the input of the final norm (the features EAGLE and
+// Medusa heads read).
 func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32) {
 	w, c := s.w, s.w.Cfg
 	M, dim, hd := len(tokens), c.Dim, c.HeadDim
@@ -100,36 +109,74 @@ func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32
 		pos[m] = s.n + m
 	}
 	T := s.n + M
+	norm := func(x, nw []float32, rows, n int) []float32 { return RMSNorm(x, NormWeight(c, nw), rows, n, c.RMSEps) }
+	scale := c.AttnScale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(hd))
+	}
 
 	x := Embed(w.Embed, tokens, dim) // [M, dim]
+	if c.EmbedScale > 0 {
+		for i := range x {
+			x[i] = float32(float64(x[i]) * c.EmbedScale)
+		}
+	}
 	hidden = make([][]float32, c.NLayers)
 	for l := range w.Layers {
 		ly := &w.Layers[l]
-		h := RMSNorm(x, ly.AttnNorm, M, dim, c.RMSEps) // [M, dim]
+		h := norm(x, ly.AttnNorm, M, dim)              // [M, dim]
 		qm := MatMul(h, ly.Wq, ly.Bq, nil, M, q, dim)  // [M, nH, hd]
 		km := MatMul(h, ly.Wk, ly.Bk, nil, M, kv, dim) // [M, nKV, hd]
 		vm := MatMul(h, ly.Wv, ly.Bv, nil, M, kv, dim) // [M, nKV, hd]
 		if c.QKNorm {
-			qm = RMSNorm(qm, ly.QNorm, M*nH, hd, c.RMSEps) // each [hd] head by itself
-			km = RMSNorm(km, ly.KNorm, M*nKV, hd, c.RMSEps)
+			qm = norm(qm, ly.QNorm, M*nH, hd) // each [hd] head by itself
+			km = norm(km, ly.KNorm, M*nKV, hd)
 		}
-		Rope(qm, pos, M, nH, hd, s.invFreq)
-		Rope(km, pos, M, nKV, hd, s.invFreq)
-		kCache, vCache := s.appendKV(l, km, vm)                      // [T, nKV, hd]
-		att := Attention(qm, kCache, vCache, pos, M, T, nH, nKV, hd) // [M, nH, hd]
-		x = MatMul(att, ly.Wo, nil, x, M, dim, q)                    // [M, dim]
+		Rope(qm, pos, M, nH, hd, s.invFreq[l])
+		Rope(km, pos, M, nKV, hd, s.invFreq[l])
+		kCache, vCache := s.appendKV(l, km, vm) // [T, nKV, hd]
+		window := 0
+		if c.Sliding(l) {
+			window = c.SlidingWindow
+		}
+		att := AttentionWindow(qm, kCache, vCache, pos, M, T, nH, nKV, hd, scale, window) // [M, nH, hd]
+		if c.PostNorms {
+			x = Add(x, norm(MatMul(att, ly.Wo, nil, nil, M, dim, q), ly.PostAttn, M, dim)) // [M, dim]
+		} else {
+			x = MatMul(att, ly.Wo, nil, x, M, dim, q) // [M, dim]
+		}
 
-		h = RMSNorm(x, ly.FFNNorm, M, dim, c.RMSEps)                        // [M, dim]
-		gate := MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim)          // [M, hidden]
-		up := MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)              // [M, hidden]
-		x = MatMul(SwiGLU(gate, up), ly.WDown, nil, x, M, dim, c.HiddenDim) // [M, dim]
+		h = norm(x, ly.FFNNorm, M, dim)                               // [M, dim]
+		gate := MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim)    // [M, hidden]
+		up := MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)        // [M, hidden]
+		act := SwiGLU(gate, up)                                       // [M, hidden]
+		if c.GeluTanh {
+			act = GeGLU(gate, up)
+		}
+		if c.PostNorms {
+			x = Add(x, norm(MatMul(act, ly.WDown, nil, nil, M, dim, c.HiddenDim), ly.PostFFN, M, dim))
+		} else {
+			x = MatMul(act, ly.WDown, nil, x, M, dim, c.HiddenDim) // [M, dim]
+		}
 		hidden[l] = slices.Clone(x)
 	}
 	s.n = T
 
-	x = RMSNorm(x, w.Norm, M, dim, c.RMSEps)                // [M, dim]
+	x = norm(x, w.Norm, M, dim)                             // [M, dim]
 	logits = MatMul(x, w.LMHead, nil, nil, M, c.Vocab, dim) // [M, vocab]
 	return logits, hidden
+}
+
+// NormWeight is the weight an RMSNorm of configuration c multiplies by: w, or 1 + w for Gemma.
+func NormWeight(c weights.Config, w []float32) []float32 {
+	if !c.NormPlusOne {
+		return w
+	}
+	out := make([]float32, len(w))
+	for i, v := range w {
+		out[i] = 1 + v
+	}
+	return out
 }
 
 // Generate decodes up to n tokens after prompt with a fresh sequence and returns them

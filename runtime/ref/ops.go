@@ -234,3 +234,19 @@ func check(what string, buf []float32, n int) {
 		panic(fmt.Sprintf("ref: %s has %d values, want %d", what, len(buf), n))
 	}
 }
+
+// GeluTanh is GELU in its tanh approximation (PyTorch's gelu(approximate="tanh")), float64:
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+func GeluTanh(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+}
+
+// GeGLU returns out[i] = gelu_tanh(gate[i]) * up[i] (Gemma's MLP), in float64.
+func GeGLU(gate, up []float32) []float32 {
+	check("GeGLU up", up, len(gate))
+	out := make([]float32, len(gate))
+	for i := range gate {
+		out[i] = float32(GeluTanh(float64(gate[i])) * float64(up[i]))
+	}
+	return out
+}

@@ -185,8 +185,11 @@ var raggedBatches = [][][2]int{{{7, 1}, {33, 3}, {300, 2}}, {{1, 1}, {40, 5}}, {
 
 func attentionCases() []testCase {
 	var out []testCase
-	add := func(wt wgsl.WeightType, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
+	add := func(wt wgsl.WeightType, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int, window int) {
 		size := fmt.Sprintf("heads=%d/%d hd=%d", nH, nKV, hd)
+		if window > 0 {
+			size += fmt.Sprintf(" window=%d", window)
+		}
 		for _, sq := range seqs {
 			size += fmt.Sprintf(" T=%d m=%d", sq[0], sq[1])
 		}
@@ -197,7 +200,7 @@ func attentionCases() []testCase {
 		if batch {
 			variant += "+BATCH"
 		}
-		tc := newCase(kernel, variant, size, wt, func(c *checker) { attentionRun(c, wt, kernel, nH, nKV, hd, rows, batch, seqs) })
+		tc := newCase(kernel, variant, size, wt, func(c *checker) { attentionRun(c, wt, kernel, nH, nKV, hd, rows, batch, seqs, window) })
 		if wt == wgsl.F16 && (len(seqs) > 1 || seqs[0][0] == 33) { // the quick tier: f16 caches on one sequence, T 1, 7, 300
 			tc = fullOnly(tc)
 		}
@@ -213,7 +216,7 @@ func attentionCases() []testCase {
 								continue
 							}
 							for _, wt := range weightTypes {
-								add(wt, kernel, h[0], h[1], hd, rows, false, [][2]int{{T, m}})
+								add(wt, kernel, h[0], h[1], hd, rows, false, [][2]int{{T, m}}, 0)
 							}
 						}
 					}
@@ -224,10 +227,24 @@ func attentionCases() []testCase {
 							continue
 						}
 						for _, wt := range weightTypes {
-							add(wt, kernel, h[0], h[1], hd, rows, true, seqs)
+							add(wt, kernel, h[0], h[1], hd, rows, true, seqs, 0)
 						}
 					}
 				}
+			}
+		}
+		// Gemma's sliding windows (1, 4 and 32 tokens; its heads of 256) and attention scale.
+		for _, hd := range []int{64, 256} {
+			for _, window := range []int{1, 4, 32} {
+				for _, tm := range [][2]int{{7, 1}, {33, 5}, {300, 1}, {300, 5}} {
+					for _, rows := range []int{1, 5} {
+						if kernel == "attention_wg" && rows > 1 || rows*hd/4 > 64 {
+							continue
+						}
+						add(wgsl.F32, kernel, 4, 2, hd, rows, false, [][2]int{tm}, window)
+					}
+				}
+				add(wgsl.F32, kernel, 4, 2, hd, 1, true, raggedBatches[0], window)
 			}
 		}
 	}
@@ -240,12 +257,19 @@ func attentionCases() []testCase {
 // rows go in blocks of rows (attention.wgsl) at positions pos0..; batched ones (BATCH) carry
 // each row's sequence and position and each sequence's page table, the blocks listed. The
 // output has an extra row (dispatched too) that must keep its poison.
-func attentionRun(c *checker, wt wgsl.WeightType, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int) {
+//
+// With window > 0, each row sees its window's positions alone, and the scores are scaled by
+// 0.2 instead of 1/sqrt(hd) (Gemma's sliding layers and query_pre_attn_scalar).
+func attentionRun(c *checker, wt wgsl.WeightType, kernel string, nH, nKV, hd, rows int, batch bool, seqs [][2]int, window int) {
 	if kernel == "attention" && !c.d.UseSubgroups() {
 		c.skip("the adapter has no subgroups (attention_wg covers it)")
 		return
 	}
 	stride := (nH + 2*nKV) * hd
+	scale := 1 / math.Sqrt(float64(hd))
+	if window > 0 {
+		scale = 0.2
+	}
 	needs := make([]int, len(seqs))
 	m := 0
 	for s, sq := range seqs {
@@ -284,7 +308,7 @@ func attentionRun(c *checker, wt wgsl.WeightType, kernel string, nH, nKV, hd, ro
 			rowSeq, rowPos = append(rowSeq, s), append(rowPos, pos[i])
 			copy(q[i*outN:], qkv[(row0+i)*stride:(row0+i)*stride+outN])
 		}
-		want = append(want, ref.Attention(q, kLog, vLog, pos, ms, T, nH, nKV, hd)...)
+		want = append(want, ref.AttentionWindow(q, kLog, vLog, pos, ms, T, nH, nKV, hd, scale, window)...)
 	}
 	want = append(want, poisonSlice(outN)...)
 	out := c.poisoned((m + 1) * outN)
@@ -309,7 +333,7 @@ func attentionRun(c *checker, wt wgsl.WeightType, kernel string, nH, nKV, hd, ro
 	}
 	c.dispatch(step, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
 		Params: runtime.AttnParams{NHeads: uint32(nH), NKV: uint32(nKV), HeadDim: uint32(hd), PageSize: pageSize,
-			QStride: uint32(stride), Scale: float32(1 / math.Sqrt(float64(hd)))},
+			QStride: uint32(stride), Scale: float32(scale), Window: uint32(window)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(qkv)}, {Buffer: pagesB}, {Buffer: c.kvBuffer(kc, wt)},
 			{Buffer: c.kvBuffer(vc, wt)}, {Buffer: out}, {Buffer: rowsB}, {Buffer: seqsB}, {Buffer: blocksB}},
 		Grid: grid})

@@ -63,10 +63,17 @@ func (c *checker) bigWeights(n int, scale float64, wt wgsl.WeightType) (*webgpu.
 func embedCases() []testCase {
 	var out []testCase
 	for _, wt := range weightTypes {
-		for _, split := range []bool{false, true} {
+		for _, v := range []struct {
+			split bool
+			scale float32
+		}{{false, 1}, {true, 1}, {false, 8}} {
+			split, scale := v.split, v.scale
 			variant := wt.String()
 			if split {
 				variant += "+split"
+			}
+			if scale != 1 {
+				variant += "+scale" // Gemma's embedding times sqrt(hidden)
 			}
 			for _, dim := range []int{1, 7, 33, 4097, modelDim} {
 				vocab := 37
@@ -75,7 +82,7 @@ func embedCases() []testCase {
 				}
 				for m := 1; m <= 5; m++ {
 					tc := newCase("embed", variant, fmt.Sprintf("dim=%d vocab=%d m=%d", dim, vocab, m), wt,
-						func(c *checker) { embedRun(c, wt, split, dim, vocab, m) })
+						func(c *checker) { embedRun(c, wt, split, scale, dim, vocab, m) })
 					if m%2 == 0 { // the quick tier: 1, 3 and 5 rows
 						tc = fullOnly(tc)
 					}
@@ -91,8 +98,8 @@ func embedCases() []testCase {
 // of the split) of a table in runtime.Linear's blocked layout into an output one row longer
 // than m, dispatching that extra row too: it must keep its poison. A split table is two
 // dispatches, parts [0, h) and [h, vocab) (h a whole number of blocks), each filling only its
-// own tokens.
-func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
+// own tokens. The rows are multiplied by scale.
+func embedRun(c *checker, wt wgsl.WeightType, split bool, scale float32, dim, vocab, m int) {
 	_, seen := c.bigWeights(vocab*dim, 1, wt)
 	blocked := func(rows []float32) *webgpu.Buffer {
 		b, _ := c.weights(runtime.BlockedLayout(rows, len(rows)/dim, dim), wt) // already representable
@@ -118,7 +125,7 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
 	tb := c.u32(tu)
 	call := func(part *webgpu.Buffer, row0, rows int) runtime.KernelCall {
 		return runtime.KernelCall{Kernel: "embed", Weights: wt,
-			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32((dim + 3) / 4)},
+			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32((dim + 3) / 4), Scale: scale},
 			Buffers: []webgpu.Binding{{Buffer: tb}, {Buffer: part}, {Buffer: x}},
 			Grid:    runtime.Fixed(ceilDiv(dim, 64), uint32(m+1), 1)}
 	}
@@ -128,22 +135,30 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, dim, vocab, m int) {
 	} else {
 		c.dispatch(step, call(blocked(seen[h*dim:]), h, vocab-h), call(blocked(seen[:h*dim]), 0, h))
 	}
-	want := append(ref.Embed(seen, toks, dim), poisonSlice(dim)...)
+	want := ref.Embed(seen, toks, dim)
+	for i := range want {
+		want[i] *= scale
+	}
+	want = append(want, poisonSlice(dim)...)
 	c.expect("x", c.readF32(x, (m+1)*dim), want, tolFor("embed", wt))
 }
 
 func rmsnormCases() []testCase {
 	var out []testCase
 	for _, wt := range weightTypes {
-		for _, cols := range []bool{false, true} {
+		for _, v := range []struct{ cols, add bool }{{false, false}, {true, false}, {false, true}} {
+			cols, add := v.cols, v.add
 			variant := wt.String()
 			if cols {
 				variant += "+y_off"
 			}
+			if add {
+				variant += "+ADD" // Gemma's norms of the attention's and MLP's outputs, added to x
+			}
 			for _, n := range []int{1, 7, 33, 4097, modelDim} {
 				for m := 1; m <= 3; m++ {
 					out = append(out, newCase("rmsnorm", variant, fmt.Sprintf("n=%d m=%d", n, m), wt,
-						func(c *checker) { rmsnormRun(c, wt, cols, n, m) }))
+						func(c *checker) { rmsnormRun(c, wt, cols, add, n, m) }))
 				}
 			}
 		}
@@ -153,7 +168,8 @@ func rmsnormCases() []testCase {
 
 // rmsnormRun normalises m rows into y, densely or (cols) into columns 3 .. 3+n of rows of
 // stride n + 5; the other columns and an extra row (dispatched too) must keep their poison.
-func rmsnormRun(c *checker, wt wgsl.WeightType, cols bool, n, m int) {
+// With add (ADD), y holds random values to which the norm is added.
+func rmsnormRun(c *checker, wt wgsl.WeightType, cols, add bool, n, m int) {
 	x := c.uniform(m*n, 2)
 	w := c.uniform(n, 0.5)
 	for i := range w {
@@ -164,15 +180,29 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols bool, n, m int) {
 	if cols {
 		off, stride, pStride = 3, n+5, n+5
 	}
-	y := c.poisoned((m + 1) * stride)
-	c.dispatch(runtime.StepBlock{M: uint32(m)}, runtime.KernelCall{Kernel: "rmsnorm", Weights: wt,
+	y0 := poisonSlice((m + 1) * stride)
+	if add {
+		copy(y0, c.uniform(m*stride, 1))
+	}
+	y := c.f32(y0)
+	o := runtime.Overrides{}
+	if add {
+		o["ADD"] = 1
+	}
+	c.dispatch(runtime.StepBlock{M: uint32(m)}, runtime.KernelCall{Kernel: "rmsnorm", Weights: wt, Overrides: o,
 		Params:  runtime.RMSNormParams{N: uint32(n), Eps: eps, YStride: uint32(pStride), YOff: uint32(off)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: y}},
 		Grid:    runtime.Fixed(1, uint32(m+1), 1)})
 	got := ref.RMSNorm(x, seen, m, n, eps)
-	want := poisonSlice((m + 1) * stride)
+	want := append([]float32(nil), y0...)
 	for r := 0; r < m; r++ {
-		copy(want[r*stride+off:], got[r*n:(r+1)*n])
+		for i, v := range got[r*n : (r+1)*n] {
+			if add {
+				want[r*stride+off+i] += v
+			} else {
+				want[r*stride+off+i] = v
+			}
+		}
 	}
 	c.expect("y", c.readF32(y, len(want)), want, tolFor("rmsnorm", wt))
 }
@@ -180,7 +210,7 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols bool, n, m int) {
 // fusion is one combination of the matmul's override switches.
 type fusion struct {
 	name                                          string
-	norm, swiglu, bias, accum, last, silu, gather bool
+	norm, swiglu, geglu, bias, accum, last, silu, gather bool
 }
 
 func (f fusion) overrides() runtime.Overrides {
@@ -188,7 +218,7 @@ func (f fusion) overrides() runtime.Overrides {
 	for _, s := range []struct {
 		on   bool
 		name string
-	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}, {f.gather, "GATHER"}} {
+	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.geglu, "GEGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}, {f.gather, "GATHER"}} {
 		if s.on {
 			o[s.name] = 1
 		}
@@ -204,6 +234,7 @@ var fusions = []fusion{
 	{name: "NORM+SWIGLU", norm: true, swiglu: true}, {name: "NORM+LAST_ROWS", norm: true, last: true},
 	{name: "NORM+GATHER", norm: true, gather: true},                    // a batch's LM head
 	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block
+	{name: "SWIGLU+GEGLU", swiglu: true, geglu: true},                  // Gemma's MLP output, normed after
 }
 
 // The (N, K) shapes: awkward ones (K not a multiple of 4, N not of 8), then stories15M's FFN up
@@ -356,7 +387,14 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 			xin = append(xin, x[int(r)*xw:(int(r)+1)*xw]...)
 		}
 	}
-	if f.swiglu {
+	switch {
+	case f.geglu:
+		var g []float32
+		for r := 0; r < rows; r++ {
+			g = append(g, ref.GeGLU(xin[r*2*k:r*2*k+k], xin[r*2*k+k:(r+1)*2*k])...)
+		}
+		xin = g
+	case f.swiglu:
 		xin = ref.SwiGLUPacked(xin, rows, k)
 	}
 	if f.norm {

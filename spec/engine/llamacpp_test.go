@@ -29,12 +29,17 @@ import (
 // and one with q and k unpermuted, must fail the same comparison.
 
 const (
-	nodeLlamaCpp   = "node-llama-cpp@3.21.1"
-	oracleTokens   = 32
-	oracleTopK     = 20
-	logprobTol     = 2e-3 // both in f32 with f32 caches: differences are summation order alone
-	nearTieGap     = 1e-2 // a greedy pick between two tokens this close may differ
-	controlMinDiff = 0.05 // a negative control must move some log-probability this much
+	nodeLlamaCpp = "node-llama-cpp@3.21.1"
+	oracleTokens = 32
+	oracleTopK   = 20
+	logprobTol   = 2e-3 // both in f32 with f32 caches: differences are summation order alone
+	// Gemma 3's tolerance: wspec and llama.cpp's CPU backend differ by up to 0.018 on its
+	// log-probabilities (every greedy token equal), where llama.cpp's CPU and Vulkan backends
+	// differ from each other by up to 0.041 on the same file (measured); the CPU backend's
+	// GELU goes through an f16 table, though emulating that in wspec did not narrow the gap.
+	gemmaLogprobTol = 0.05
+	nearTieGap      = 1e-2 // a greedy pick between two tokens this close may differ
+	controlMinDiff  = 0.05 // a negative control must move some log-probability this much
 )
 
 var oraclePrompts = []string{"Hello world", "The cat sat on the mat because", "1, 2, 3, 4,"}
@@ -57,6 +62,12 @@ func oracleShapes() map[string]weights.Config {
 			Vocab: 500, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, AttnBias: true, BOS: -1, EOS: []int{499}},
 		"qwen3": {Arch: "qwen3", Dim: 128, HiddenDim: 384, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 64,
 			Vocab: 400, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, QKNorm: true, BOS: 398, EOS: []int{399}},
+		// Gemma 3: five sliding layers (a window of 8 tokens, so that the prompts and outputs
+		// outgrow it) and a global one, as llama.cpp takes every sixth; heads of 256.
+		"gemma3": {Arch: "gemma3_text", Dim: 128, HiddenDim: 256, NLayers: 6, NHeads: 2, NKVHeads: 1, HeadDim: 256,
+			Vocab: 400, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, BOS: 398, EOS: []int{399},
+			QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true, EmbedScale: math.Sqrt(128), AttnScale: 1.0 / 16,
+			SlidingWindow: 8, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000},
 		"qwen3-untied": {Arch: "qwen3", Dim: 128, HiddenDim: 256, NLayers: 2, NHeads: 2, NKVHeads: 1, HeadDim: 128,
 			Vocab: 400, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, QKNorm: true, BOS: -1, EOS: []int{399}},
 	}
@@ -199,12 +210,16 @@ func TestLlamaCppAgrees(t *testing.T) {
 				steps, worst := agreement(ref[i], got[i])
 				t.Logf("%s %q: %d of %d greedy tokens equal, largest top-%d log-probability difference %.2g",
 					name, ref[i].Prompt, steps, oracleTokens, oracleTopK, worst)
-				if steps < oracleTokens/2 || worst > logprobTol {
+				tol := logprobTol
+				if cfg.Arch == "gemma3_text" {
+					tol = gemmaLogprobTol
+				}
+				if steps < oracleTokens/2 || worst > tol {
 					t.Errorf("%q: llama.cpp and wspec part after %d tokens (log-probabilities differ by %.3g)\nprompt    %v and %v\nllama.cpp %v\nwspec     %v",
 						ref[i].Prompt, steps, worst, ref[i].Tokens, got[i].Tokens, tokensOf(ref[i]), tokensOf(got[i]))
 				}
 			}
-			if cfg.Arch == "llama" || cfg.Arch == "mistral" { // the archs whose q and k the converter permutes
+			if cfg.Arch == "llama" || cfg.Arch == "mistral" || cfg.Arch == "gemma3_text" {
 				negativeControls(t, oracle, dir, cfg, got)
 			}
 		})
@@ -212,9 +227,17 @@ func TestLlamaCppAgrees(t *testing.T) {
 }
 
 // negativeControls: GGUF files wrong in a way a careless converter is (no rope_freqs for a
-// llama3-scaled model; q and k unpermuted) must fail the comparison.
+// llama3-scaled model; q and k unpermuted; Gemma's norms not shifted to 1 + w, its sliding
+// window left out) must fail the comparison.
 func negativeControls(t *testing.T, oracle, dir string, cfg weights.Config, got []oracleRun) {
-	controls := map[string]hf2gguf.Options{"unpermuted q/k": {NoPermute: true}}
+	controls := map[string]hf2gguf.Options{}
+	switch {
+	case cfg.Arch == "gemma3_text":
+		controls["norms as w"] = hf2gguf.Options{NoNormShift: true}
+		controls["no sliding window"] = hf2gguf.Options{NoSlidingWindow: true}
+	default:
+		controls["unpermuted q/k"] = hf2gguf.Options{NoPermute: true}
+	}
 	if cfg.RopeScaling != nil {
 		controls["no rope_freqs"] = hf2gguf.Options{NoRopeFreqs: true}
 	}

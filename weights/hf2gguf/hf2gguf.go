@@ -1,7 +1,9 @@
 // Package hf2gguf writes a Hugging Face model folder as a GGUF file that llama.cpp reads, as
 // llama.cpp's convert_hf_to_gguf.py writes it: llama and mistral as arch "llama" with q and k
 // rows permuted for llama.cpp's interleaved rope, llama3 rope scaling as a rope_freqs tensor,
-// qwen2 and qwen3 as themselves (NEOX rope, no permutation), the byte-level BPE tokenizer as
+// qwen2 and qwen3 as themselves (NEOX rope, no permutation), Gemma 3's text model as gemma3
+// (its norm weights stored as 1 + w, as llama.cpp multiplies by the stored value), the
+// byte-level BPE tokenizer as
 // tokenizer.ggml.* with [PADn] tokens up to the embedding's rows. Tensors stream from the
 // checkpoint to the file a chunk of rows at a time.
 package hf2gguf
@@ -28,6 +30,9 @@ type Options struct {
 	NoRopeFreqs bool
 	// NoPermute writes llama's q and k rows unpermuted (a negative control).
 	NoPermute bool
+	// NoNormShift writes Gemma's norm weights as stored, not as 1 + w, and NoSlidingWindow
+	// leaves out its sliding window (negative controls).
+	NoNormShift, NoSlidingWindow bool
 }
 
 // Convert writes the model folder dir as the GGUF file out (which must not exist).
@@ -47,6 +52,11 @@ func Convert(dir, out string, o Options) error {
 	if err := cfg.CheckTensors(ck); err != nil {
 		return err
 	}
+	if cfg.Arch == "gemma3_text" {
+		if err := checkGemma(cfg); err != nil {
+			return err
+		}
+	}
 	tok, err := readTokenizer(dir, cfg)
 	if err != nil {
 		return err
@@ -63,12 +73,30 @@ func Convert(dir, out string, o Options) error {
 	return gguf.WriteFile(out, kvs, tensors)
 }
 
-// archName is the GGUF architecture of cfg: mistral is llama to llama.cpp.
+// archName is the GGUF architecture of cfg: mistral is llama to llama.cpp, gemma3_text gemma3.
 func archName(c *weights.Config) string {
-	if c.Arch == "mistral" {
+	switch c.Arch {
+	case "mistral":
 		return "llama"
+	case "gemma3_text":
+		return "gemma3"
 	}
 	return c.Arch
+}
+
+// checkGemma refuses a Gemma 3 configuration llama.cpp would compute differently: it takes
+// every sixth layer as global, scales attention by 1/sqrt(head_dim) and the embedding by
+// sqrt(hidden).
+func checkGemma(c *weights.Config) error {
+	for l := range c.NLayers {
+		if c.Sliding(l) != ((l+1)%6 != 0) {
+			return fmt.Errorf("hf2gguf: %w: gemma3 layer %d's attention (llama.cpp takes every sixth layer as global)", weights.ErrUnsupported, l)
+		}
+	}
+	if math.Abs(c.AttnScale*math.Sqrt(float64(c.HeadDim))-1) > 1e-6 || math.Abs(c.EmbedScale-math.Sqrt(float64(c.Dim))) > 1e-6 {
+		return fmt.Errorf("hf2gguf: %w: gemma3 query_pre_attn_scalar other than head_dim (llama.cpp scales by 1/sqrt(head_dim))", weights.ErrUnsupported)
+	}
+	return nil
 }
 
 // modelKVs are the architecture's hyperparameters under "<arch>." keys.
@@ -94,6 +122,10 @@ func modelKVs(c *weights.Config, arch string, o Options) []gguf.KV {
 		{Key: k("rope.freq_base"), Value: float32(c.RopeTheta)},
 		{Key: k("rope.dimension_count"), Value: uint32(c.HeadDim)},
 		{Key: k("attention.layer_norm_rms_epsilon"), Value: float32(c.RMSEps)},
+	}
+	if c.SlidingWindow > 0 && !o.NoSlidingWindow {
+		kvs = append(kvs, gguf.KV{Key: k("attention.sliding_window"), Value: uint32(c.SlidingWindow)},
+			gguf.KV{Key: k("rope.freq_base_swa"), Value: float32(c.RopeLocalTheta)})
 	}
 	return kvs
 }

@@ -140,3 +140,46 @@ func TestConvertRefusals(t *testing.T) {
 		t.Error("an empty folder: no error")
 	}
 }
+
+// gemma3: arch gemma3, its norms stored as 1 + w (llama.cpp multiplies by the stored value),
+// its sliding window and local rope base as keys, its norms under llama.cpp's names.
+func TestGemma3File(t *testing.T) {
+	cfg := weights.Config{Arch: "gemma3_text", Dim: 64, HiddenDim: 96, NLayers: 6, NHeads: 2, NKVHeads: 1, HeadDim: 32,
+		Vocab: 300, MaxSeq: 512, RopeTheta: 1e6, RMSEps: 1e-6, TieEmbed: true, BOS: 298, EOS: []int{299},
+		QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true, EmbedScale: 8, AttnScale: 1 / math.Sqrt(32),
+		SlidingWindow: 16, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000}
+	ck, f := convert(t, cfg, Options{Matrices: gguf.F32})
+	for key, want := range map[string]any{"general.architecture": "gemma3", "gemma3.attention.sliding_window": uint32(16),
+		"gemma3.rope.freq_base_swa": float32(10000), "gemma3.rope.freq_base": float32(1e6)} {
+		if got, ok := f.Get(key); !ok || got != want {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+	for gname, hf := range map[string]string{"blk.2.post_attention_norm.weight": weights.PostAttnNormSuffix,
+		"blk.2.ffn_norm.weight": weights.PreFFNNormSuffix, "blk.2.post_ffw_norm.weight": weights.PostFFNNormSuffix,
+		"blk.2.attn_q_norm.weight": weights.QNormSuffix} {
+		_, b, ok := f.Tensor(gname)
+		if !ok {
+			t.Fatalf("no %s", gname)
+		}
+		v := f32s(b)
+		w := make([]float32, len(v))
+		if err := ck.Rows(weights.LayerTensorName(2, hf), 0, w); err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			if v[i] != w[i]+1 {
+				t.Fatalf("%s[%d] = %v, want 1 + %v", gname, i, v[i], w[i])
+			}
+		}
+	}
+	bad := cfg
+	bad.SlidingLayers = []bool{true, false, true, true, true, false}
+	dir := filepath.Join(t.TempDir(), "hf")
+	if err := synth.Write(dir, bad, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Convert(dir, filepath.Join(t.TempDir(), "x.gguf"), Options{}); err == nil {
+		t.Error("a layer pattern llama.cpp would not compute: no error")
+	}
+}

@@ -3,6 +3,7 @@ package hf2gguf
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/gguf"
@@ -15,7 +16,7 @@ const chunkFloats = 1 << 20
 // checkpoint when its turn comes.
 func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Options) ([]gguf.Tensor, error) {
 	var out []gguf.Tensor
-	add := func(gname, hfName string, heads int) error {
+	add := func(gname, hfName string, heads int, plusOne bool) error {
 		rows, cols, _, err := ck.Shape(hfName)
 		if err != nil {
 			return err
@@ -30,7 +31,7 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 		case permute:
 			t.Write = permuted(ck, hfName, cols, 1, heads, t.Type) // a bias: one value a row
 		default:
-			t.Write = plain(ck, hfName, rows, cols, t.Type)
+			t.Write = plain(ck, hfName, rows, cols, t.Type, plusOne)
 		}
 		out = append(out, t)
 		return nil
@@ -43,6 +44,10 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 	for i := 0; i < c.NLayers; i++ {
 		l := func(g, s string, heads int) {
 			steps = append(steps, step{fmt.Sprintf("blk.%d.%s", i, g), weights.LayerTensorName(i, s), heads})
+		}
+		if c.PostNorms {
+			l("post_attention_norm.weight", weights.PostAttnNormSuffix, 0)
+			l("post_ffw_norm.weight", weights.PostFFNNormSuffix, 0)
 		}
 		l("attn_norm.weight", weights.AttnNormSuffix, 0)
 		l("attn_q.weight", weights.WqSuffix, c.NHeads)
@@ -58,7 +63,7 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 			l("attn_q_norm.weight", weights.QNormSuffix, 0)
 			l("attn_k_norm.weight", weights.KNormSuffix, 0)
 		}
-		l("ffn_norm.weight", weights.FFNNormSuffix, 0)
+		l("ffn_norm.weight", c.FFNNormSuffix(), 0)
 		l("ffn_gate.weight", weights.GateSuffix, 0)
 		l("ffn_up.weight", weights.UpSuffix, 0)
 		l("ffn_down.weight", weights.DownSuffix, 0)
@@ -68,7 +73,9 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 		steps = append(steps, step{"output.weight", weights.LMHeadTensorName, 0})
 	}
 	for _, s := range steps {
-		if err := add(s.gname, s.hf, s.heads); err != nil {
+		// Gemma's norms multiply by 1 + w; llama.cpp's by the stored value.
+		plusOne := c.NormPlusOne && !o.NoNormShift && strings.HasSuffix(s.hf, "norm.weight")
+		if err := add(s.gname, s.hf, s.heads, plusOne); err != nil {
 			return nil, err
 		}
 	}
@@ -80,8 +87,8 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 	return out, nil
 }
 
-// plain writes a tensor's rows as they are, a chunk at a time.
-func plain(ck *weights.Checkpoint, name string, rows, cols int, t gguf.TensorType) func(io.Writer) error {
+// plain writes a tensor's rows as they are (plus one when plusOne), a chunk at a time.
+func plain(ck *weights.Checkpoint, name string, rows, cols int, t gguf.TensorType, plusOne bool) func(io.Writer) error {
 	return func(w io.Writer) error {
 		step := max(1, chunkFloats/max(cols, 1))
 		buf := make([]float32, min(step, rows)*cols)
@@ -89,6 +96,11 @@ func plain(ck *weights.Checkpoint, name string, rows, cols int, t gguf.TensorTyp
 			n := min(step, rows-r)
 			if err := ck.Rows(name, r, buf[:n*cols]); err != nil {
 				return err
+			}
+			if plusOne {
+				for i := range buf[:n*cols] {
+					buf[i]++
+				}
 			}
 			if err := writeRows(w, buf[:n*cols], t); err != nil {
 				return err

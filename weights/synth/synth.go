@@ -30,8 +30,21 @@ var Shapes = map[string]weights.Config{
 		Vocab: 151936, MaxSeq: 32768, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, AttnBias: true, BOS: -1, EOS: []int{151643}},
 	"qwen3-0.6b": {Arch: "qwen3", Dim: 1024, HiddenDim: 3072, NLayers: 28, NHeads: 16, NKVHeads: 8, HeadDim: 128,
 		Vocab: 151936, MaxSeq: 40960, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, QKNorm: true, BOS: 151643, EOS: []int{151645}},
+	"gemma3-1b": {Arch: "gemma3_text", Dim: 1152, HiddenDim: 6912, NLayers: 26, NHeads: 4, NKVHeads: 1, HeadDim: 256,
+		Vocab: 262144, MaxSeq: 32768, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, BOS: 2, EOS: []int{1},
+		QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true, EmbedScale: math.Sqrt(1152), AttnScale: 1.0 / 16,
+		SlidingWindow: 512, SlidingLayers: gemmaLayers(26, 6), RopeLocalTheta: 10000},
 	"smollm2-135m": {Arch: "llama", Dim: 576, HiddenDim: 1536, NLayers: 30, NHeads: 9, NKVHeads: 3, HeadDim: 64,
 		Vocab: 49152, MaxSeq: 8192, RopeTheta: 100000, RMSEps: 1e-5, TieEmbed: true, BOS: 0, EOS: []int{0}},
+}
+
+// gemmaLayers is Gemma 3's sliding layers: every pattern-th layer global, the others local.
+func gemmaLayers(n, pattern int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = (i+1)%pattern != 0
+	}
+	return out
 }
 
 // Names lists the shapes, sorted.
@@ -156,12 +169,16 @@ func values(rng *rand.Rand, sp weights.TensorSpec, cfg weights.Config, n int) []
 		}
 		return v
 	}
+	one := 1.0 // what a norm multiplies by is w, or 1 + w (Gemma): store about one - 1 + that
+	if cfg.NormPlusOne {
+		one = 0
+	}
 	switch {
 	case name == weights.NormTensorName:
 		g := 10 / (embedStd * math.Sqrt(float64(cfg.Dim)))
-		return fill(g, 0.1*g)
+		return fill(g-1+one, 0.1*g)
 	case strings.HasSuffix(name, "norm.weight"):
-		return fill(1, 0.1)
+		return fill(one, 0.1)
 	case strings.HasSuffix(name, ".bias"):
 		return fill(0, 0.02)
 	case name == weights.EmbedTensorName || name == weights.LMHeadTensorName:

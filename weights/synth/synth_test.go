@@ -102,6 +102,7 @@ func TestShapesParameterCounts(t *testing.T) {
 	want := map[string]float64{ // billions, as the model cards give them
 		"llama-3.2-1b": 1.236, "llama-3.1-8b": 8.030, "qwen2.5-0.5b": 0.494, "smollm2-135m": 0.1349,
 		"qwen3-0.6b": 0.596, // 0.44B without the embedding, as its model card gives it, and 151936 x 1024
+		"gemma3-1b":  1.000,
 	}
 	for _, name := range Names() {
 		cfg := Shapes[name]

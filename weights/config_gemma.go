@@ -1,0 +1,130 @@
+package weights
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// gemmaJSON is what config.json says of Gemma 3's differences (Gemma3TextConfig).
+type gemmaJSON struct {
+	HiddenActivation      *string  `json:"hidden_activation"`
+	QueryPreAttnScalar    *float64 `json:"query_pre_attn_scalar"`
+	RopeLocalBaseFreq     *float64 `json:"rope_local_base_freq"`
+	SlidingWindowPattern  *int     `json:"sliding_window_pattern"`
+	LayerTypes            []string `json:"layer_types"`
+	FinalLogitSoftcapping *float64 `json:"final_logit_softcapping"`
+	AttnLogitSoftcapping  *float64 `json:"attn_logit_softcapping"`
+}
+
+// parseGemma3 fills c's Gemma 3 fields from j (model_type gemma3_text): norms as 1 + w, the
+// embedding scaled by sqrt(hidden), GeGLU with tanh GELU, norms after attention and the MLP,
+// q/k norms, attention scaled by query_pre_attn_scalar^-0.5, and sliding-window layers (every
+// sliding_window_pattern-th layer global, or as layer_types lists them) with their own rope
+// base. Gemma3TextConfig's defaults fill what is absent.
+func parseGemma3(j *configJSON, c *Config) error {
+	g := j.gemmaJSON
+	act := "gelu_pytorch_tanh"
+	if g.HiddenActivation != nil {
+		act = *g.HiddenActivation
+	} else if j.HiddenAct != nil {
+		act = *j.HiddenAct
+	}
+	if act != "gelu_pytorch_tanh" {
+		return fmt.Errorf("%w: gemma3 hidden_activation %q (only gelu_pytorch_tanh)", ErrUnsupported, act)
+	}
+	for _, s := range []*float64{g.FinalLogitSoftcapping, g.AttnLogitSoftcapping} {
+		if s != nil && *s != 0 {
+			return fmt.Errorf("%w: gemma3 logit soft-capping", ErrUnsupported)
+		}
+	}
+	if j.RopeScaling != nil && string(j.RopeScaling) != "null" {
+		var rs struct {
+			RopeType string `json:"rope_type"`
+		}
+		json.Unmarshal(j.RopeScaling, &rs)
+		if rs.RopeType != "default" {
+			return fmt.Errorf("%w: gemma3 rope_scaling %q (the 4B and larger models' linear scaling of the global layers)", ErrUnsupported, rs.RopeType)
+		}
+		j.RopeScaling = nil
+	}
+	c.NormPlusOne, c.GeluTanh, c.PostNorms, c.QKNorm = true, true, true, true
+	c.EmbedScale = math.Sqrt(float64(c.Dim))
+	c.RopeLocalTheta = 10000
+	if g.RopeLocalBaseFreq != nil {
+		c.RopeLocalTheta = *g.RopeLocalBaseFreq
+	}
+	if j.HeadDim == nil {
+		c.HeadDim = 256
+	}
+	scalar := float64(c.HeadDim)
+	if g.QueryPreAttnScalar != nil {
+		scalar = *g.QueryPreAttnScalar
+	}
+	if !(scalar > 0) {
+		return fmt.Errorf("%w: query_pre_attn_scalar %v", ErrBadConfig, scalar)
+	}
+	c.AttnScale = 1 / math.Sqrt(scalar)
+	c.SlidingWindow = 4096
+	if j.SlidingWindow != nil {
+		c.SlidingWindow = *j.SlidingWindow
+	}
+	if c.NLayers <= 0 || c.NLayers > maxLayers {
+		return nil // Validate names the bad size
+	}
+	c.SlidingLayers = make([]bool, c.NLayers)
+	switch {
+	case len(g.LayerTypes) > 0:
+		if len(g.LayerTypes) != c.NLayers {
+			return fmt.Errorf("%w: layer_types lists %d layers, num_hidden_layers is %d", ErrBadConfig, len(g.LayerTypes), c.NLayers)
+		}
+		for i, t := range g.LayerTypes {
+			switch t {
+			case "sliding_attention":
+				c.SlidingLayers[i] = true
+			case "full_attention":
+			default:
+				return fmt.Errorf("%w: layer_types[%d] %q", ErrBadConfig, i, t)
+			}
+		}
+	default:
+		pattern := 6
+		if g.SlidingWindowPattern != nil {
+			pattern = *g.SlidingWindowPattern
+		}
+		if pattern < 1 {
+			return fmt.Errorf("%w: sliding_window_pattern %d", ErrBadConfig, pattern)
+		}
+		for i := range c.SlidingLayers {
+			c.SlidingLayers[i] = (i+1)%pattern != 0
+		}
+	}
+	return nil
+}
+
+// validateGemma checks the Gemma fields of a config.
+func (c *Config) validateGemma() error {
+	if c.SlidingLayers != nil && len(c.SlidingLayers) != c.NLayers {
+		return fmt.Errorf("%w: %d sliding-layer flags for %d layers", ErrBadConfig, len(c.SlidingLayers), c.NLayers)
+	}
+	if c.SlidingWindow < 0 || (c.SlidingWindow > 0 && !(c.RopeLocalTheta > 0)) {
+		return fmt.Errorf("%w: sliding_window %d with rope_local_base_freq %v", ErrBadConfig, c.SlidingWindow, c.RopeLocalTheta)
+	}
+	if c.EmbedScale < 0 || c.AttnScale < 0 || math.IsNaN(c.EmbedScale) || math.IsNaN(c.AttnScale) {
+		return fmt.Errorf("%w: embedding scale %v, attention scale %v", ErrBadConfig, c.EmbedScale, c.AttnScale)
+	}
+	return nil
+}
+
+// Sliding says whether layer l attends to a sliding window (of SlidingWindow tokens).
+func (c *Config) Sliding(l int) bool {
+	return c.SlidingWindow > 0 && l < len(c.SlidingLayers) && c.SlidingLayers[l]
+}
+
+// LayerRopeTheta is layer l's rope base: RopeLocalTheta for a sliding layer.
+func (c *Config) LayerRopeTheta(l int) float64 {
+	if c.Sliding(l) {
+		return c.RopeLocalTheta
+	}
+	return c.RopeTheta
+}
