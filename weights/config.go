@@ -30,8 +30,8 @@ type Config struct {
 	SlidingWindow  int     // the tokens a sliding layer attends to, itself included (0: none)
 	SlidingLayers  []bool  // per layer: a sliding-window layer, whose rope base is RopeLocalTheta
 	RopeLocalTheta float64
-	BOS         int     // bos_token_id (-1 when absent)
-	EOS         []int   // eos_token_id(s), from config.json and generation_config.json
+	BOS            int   // bos_token_id (-1 when absent)
+	EOS            []int // eos_token_id(s), from config.json and generation_config.json
 }
 
 // RopeScaling is Llama-3 style frequency scaling (rope_scaling.rope_type == "llama3").

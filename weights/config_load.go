@@ -45,8 +45,8 @@ type configJSON struct {
 	SlidingWindow     *int            `json:"sliding_window"`
 	UseSlidingWindow  *bool           `json:"use_sliding_window"`
 	gemmaJSON
-	BOSTokenID        json.RawMessage `json:"bos_token_id"`
-	EOSTokenID        json.RawMessage `json:"eos_token_id"`
+	BOSTokenID json.RawMessage `json:"bos_token_id"`
+	EOSTokenID json.RawMessage `json:"eos_token_id"`
 }
 
 // archDefaults are the Hugging Face defaults (LlamaConfig, MistralConfig,

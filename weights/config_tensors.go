@@ -32,10 +32,10 @@ const (
 	PostAttnNormSuffix = "post_attention_layernorm.weight"
 	PreFFNNormSuffix   = "pre_feedforward_layernorm.weight"
 	PostFFNNormSuffix  = "post_feedforward_layernorm.weight"
-	FFNNormSuffix  = "post_attention_layernorm.weight"
-	GateSuffix     = "mlp.gate_proj.weight" // w1
-	UpSuffix       = "mlp.up_proj.weight"   // w3
-	DownSuffix     = "mlp.down_proj.weight" // w2
+	FFNNormSuffix      = "post_attention_layernorm.weight"
+	GateSuffix         = "mlp.gate_proj.weight" // w1
+	UpSuffix           = "mlp.up_proj.weight"   // w3
+	DownSuffix         = "mlp.down_proj.weight" // w2
 )
 
 // LayerTensorName is the name of layer i's tensor with the given suffix,

@@ -115,7 +115,7 @@ func AttentionWindow(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd i
 			panic(fmt.Sprintf("ref.Attention: position %d outside a cache of %d", p, T))
 		}
 	}
-	group := nH / nKV // query heads per kv head
+	group := nH / nKV               // query heads per kv head
 	out := make([]float32, M*nH*hd) // [M, nH, hd]
 	parallelRows(M*nH, M*nH*T*hd*2, func(lo, hi int) {
 		for mh := lo; mh < hi; mh++ {
@@ -123,7 +123,7 @@ func AttentionWindow(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd i
 			p := pos[m]
 			kvh := h / group
 			qh := toF64(q[mh*hd : (mh+1)*hd]) // [hd]
-			first := 0 // the first position the query sees
+			first := 0                        // the first position the query sees
 			if window > 0 {
 				first = max(0, p-window+1)
 			}

@@ -146,10 +146,10 @@ func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32
 			x = MatMul(att, ly.Wo, nil, x, M, dim, q) // [M, dim]
 		}
 
-		h = norm(x, ly.FFNNorm, M, dim)                               // [M, dim]
-		gate := MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim)    // [M, hidden]
-		up := MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)        // [M, hidden]
-		act := SwiGLU(gate, up)                                       // [M, hidden]
+		h = norm(x, ly.FFNNorm, M, dim)                            // [M, dim]
+		gate := MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim) // [M, hidden]
+		up := MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)     // [M, hidden]
+		act := SwiGLU(gate, up)                                    // [M, hidden]
 		if c.GeluTanh {
 			act = GeGLU(gate, up)
 		}

@@ -209,7 +209,7 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols, add bool, n, m int) {
 
 // fusion is one combination of the matmul's override switches.
 type fusion struct {
-	name                                          string
+	name                                                 string
 	norm, swiglu, geglu, bias, accum, last, silu, gather bool
 }
 
