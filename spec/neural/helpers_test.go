@@ -13,6 +13,7 @@ import (
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
 )
 
 // loopCfg is a small random model whose greedy text soon falls into loops.
@@ -27,8 +28,13 @@ func loopDevice(t testing.TB) *runtime.Device { return devtest.Device(t) }
 
 // newDeviceModel puts w on the device with a feature slot per sequence (for the heads).
 func newDeviceModel(t testing.TB, w *weights.LlamaWeights) *model.Model {
+	return newDeviceModelKV(t, w, wgsl.F32)
+}
+
+// newDeviceModelKV is newDeviceModel with a KV cache of type kv.
+func newDeviceModelKV(t testing.TB, w *weights.LlamaWeights, kv wgsl.WeightType) *model.Model {
 	t.Helper()
-	m, err := model.New(loopDevice(t), w, model.Options{PageSize: 8, PrefillChunk: 32, FeatureSlots: model.SlotPerSequence})
+	m, err := model.New(loopDevice(t), w, model.Options{PageSize: 8, PrefillChunk: 32, FeatureSlots: model.SlotPerSequence, KVType: kv})
 	if err != nil {
 		t.Fatal(err)
 	}

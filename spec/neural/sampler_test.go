@@ -9,15 +9,23 @@ import (
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/sched/schedtest"
+	"github.com/wspec/wspec/wgsl"
 )
 
 // The device's rejection sampler, with drafts sampled from a q the drafter returns (k = 2),
 // draws from the exact distribution, through the scheduler as it serves (many sequences per
-// step); the thresholds scale with N, and the broken samplers still fail at that N.
+// step), with an f32 and an f16 KV cache (the drafts are verified against the same cache as
+// the rest); the thresholds scale with N, and the broken samplers still fail at that N.
 func TestSpeculativeDistributionDevice(t *testing.T) {
+	for _, kv := range []wgsl.WeightType{wgsl.F32, wgsl.F16} {
+		t.Run(kv.String(), func(t *testing.T) { speculativeDistributionDevice(t, kv) })
+	}
+}
+
+func speculativeDistributionDevice(t *testing.T, kv wgsl.WeightType) {
 	const N = 4000
 	w := schedtest.DistWeights()
-	m := newDeviceModel(t, w)
+	m := newDeviceModelKV(t, w, kv)
 	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 1)
 	for _, s := range schedtest.DistSettings {
 		exact := schedtest.ExactJoint(w, ref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
@@ -30,6 +38,9 @@ func TestSpeculativeDistributionDevice(t *testing.T) {
 		t.Logf("%+v device, %d samples in %v: %v", s, N, time.Since(start).Round(time.Millisecond), r)
 		if !r.OK() {
 			t.Errorf("%+v: the device's speculative sampling is not the target's distribution: %v", s, r)
+		}
+		if kv != wgsl.F32 {
+			continue // the broken samplers run on the reference, which has no f16 cache
 		}
 		for _, broken := range []string{"recover-from-p", "keys-off-by-one"} {
 			rm := ref.NewModel(w, 400, 8, batch.Limits{MaxSeqs: 16, MaxLogitRows: 64, MaxDraft: 8, StepRows: 128})
