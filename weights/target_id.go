@@ -154,3 +154,51 @@ func CheckTargetDir(drafterDir, targetDir string) error {
 	defer ck.Close()
 	return CheckTargetID(drafterDir, c, ck)
 }
+
+// CheckTargetModel is CheckTargetID for an opened model (a folder or a GGUF file): the
+// fingerprint read through its tensor source, so the same weights give the same fingerprint
+// whatever file holds them.
+func CheckTargetModel(drafterDir string, m *Model) error {
+	want, err := ReadTargetID(drafterDir)
+	if err != nil || want == nil {
+		return err
+	}
+	got, err := TargetIDOfSource("", m.Config, m.Source)
+	if err != nil {
+		return err
+	}
+	if got.Fingerprint != want.Fingerprint {
+		return fmt.Errorf("%w: %s was trained for %q (fingerprint %s), the target has fingerprint %s",
+			ErrWrongTarget, drafterDir, want.Name, want.Fingerprint, got.Fingerprint)
+	}
+	return nil
+}
+
+// TargetIDOfSource is TargetIDOf for any tensor source, reading its LM head a row at a time.
+func TargetIDOfSource(name string, c *Config, src TensorSource) (TargetID, error) {
+	headName := LMHeadTensorName
+	if c.TieEmbed {
+		headName = EmbedTensorName
+	}
+	rows, cols, _, err := src.Shape(headName)
+	if err != nil {
+		return TargetID{}, err
+	}
+	norm := make([]float32, c.Dim)
+	if err := src.Rows(NormTensorName, 0, norm); err != nil {
+		return TargetID{}, err
+	}
+	row, cur := make([]float32, cols), -1
+	var readErr error
+	head := func(i int) float32 {
+		if r := i / cols; r != cur {
+			if err := src.Rows(headName, r, row); err != nil && readErr == nil {
+				readErr = err
+			}
+			cur = r
+		}
+		return row[i%cols]
+	}
+	fp := fingerprint(c, rows*cols, head, norm)
+	return TargetID{Name: name, Fingerprint: fp}, readErr
+}

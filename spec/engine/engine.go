@@ -96,6 +96,8 @@ type Engine struct {
 	dtype  string
 	cfg    weights.Config
 	tok    *weights.Tokenizer
+	// chatTemplate is a GGUF file's chat template ("": a folder's, read by the server)
+	chatTemplate string
 	dev    *runtime.Device
 	ownDev bool // Close closes dev
 	target *model.Model
@@ -145,14 +147,16 @@ func Load(dir string, o Options) (*Engine, error) {
 		}
 		dir = d
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("model folder %s not found (want a Hugging Face folder: config.json, model.safetensors, tokenizer.json)", dir)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("model %s not found (want a Hugging Face folder: config.json, model.safetensors, tokenizer.json; or a GGUF file)", dir)
 	}
-	cfg, err := weights.LoadConfig(dir)
+	wm, err := weights.OpenModel(dir)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{dir: dir, cfg: *cfg}
+	defer wm.Close()
+	cfg := wm.Config
+	e := &Engine{dir: dir, cfg: *cfg, tok: wm.Tokenizer, chatTemplate: wm.ChatTemplate}
 	var dck spec.Checkpoint // the drafter's
 	if sc != nil {
 		if dck, err = spec.Open(*sc, cfg); err != nil {
@@ -160,32 +164,18 @@ func Load(dir string, o Options) (*Engine, error) {
 		}
 		if sc.Model != "" {
 			// a drafter trained for another model is refused before the target loads
-			if err := weights.CheckTargetDir(sc.Model, dir); err != nil {
+			if err := weights.CheckTargetModel(sc.Model, wm); err != nil {
 				return nil, err
 			}
 		}
 		e.k = sc.NumSpeculativeTokens
-	}
-	if e.tok, err = weights.LoadTokenizer(dir); err != nil {
-		return nil, err
-	}
-	if e.tok.VocabSize() > cfg.Vocab {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", dir, e.tok.VocabSize(), cfg.Vocab)
-	}
-	ck, err := weights.OpenCheckpoint(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer ck.Close()
-	if err := cfg.CheckTensors(ck); err != nil {
-		return nil, err
 	}
 	if e.dev, e.ownDev = o.Device, o.Device == nil; e.ownDev {
 		if e.dev, err = runtime.OpenDevice(runtime.AdapterChoice(o.Adapter)); err != nil {
 			return nil, err
 		}
 	}
-	wt, err := weightType(o.DType, cfg, ck, e.dev)
+	wt, err := weightType(o.DType, cfg, wm.Source, e.dev)
 	if err != nil {
 		e.release()
 		return nil, err
@@ -204,7 +194,7 @@ func Load(dir string, o Options) (*Engine, error) {
 	if dck != nil {
 		neural.ModelOptions(&mo, dck.Needs())
 	}
-	if e.target, err = model.Load(e.dev, mcfg, ck, mo); err != nil {
+	if e.target, err = model.Load(e.dev, mcfg, wm.Source, mo); err != nil {
 		e.release()
 		return nil, err
 	}
@@ -276,7 +266,7 @@ func (e *Engine) isClosed() bool { return e.closed.Load() }
 
 // Info describes a loaded engine.
 type Info struct {
-	Dir        string         // the model folder
+	Dir        string         // the model folder, or GGUF file
 	Adapter    string         // the adapter's name
 	DType      string         // f32 or f16
 	Dispatches int            // dispatches of one decode step
@@ -284,11 +274,14 @@ type Info struct {
 	K          int            // its draft tokens per step
 	Config     weights.Config // Config.MaxSeq is the context the engine gives a sequence
 	Memory     MemoryPlan
+	// ChatTemplate is a GGUF file's chat template ("" for a folder, whose tokenizer_config.json
+	// or chat_template.jinja holds it).
+	ChatTemplate string
 }
 
 // Info describes the engine (it is not an error to ask after Close).
 func (e *Engine) Info() Info {
-	i := Info{Dir: e.dir, DType: e.dtype, K: e.k, Config: e.cfg, Memory: e.plan}
+	i := Info{Dir: e.dir, DType: e.dtype, K: e.k, Config: e.cfg, Memory: e.plan, ChatTemplate: e.chatTemplate}
 	if e.method != nil {
 		i.Method = e.method.Name()
 	}

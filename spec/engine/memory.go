@@ -179,7 +179,7 @@ func kvDType(s string, wt wgsl.WeightType, d *runtime.Device) (wgsl.WeightType, 
 // weightType is the weights' type on the device for --dtype: auto is f16 when the checkpoint
 // stores its matrices in 16 bits (F16 or BF16) and the adapter has shader-f16, else f32, as
 // vLLM's auto keeps a model's half precision.
-func weightType(s string, cfg *weights.Config, ck *weights.Checkpoint, d *runtime.Device) (wgsl.WeightType, error) {
+func weightType(s string, cfg *weights.Config, src weights.TensorSource, d *runtime.Device) (wgsl.WeightType, error) {
 	switch s {
 	case "f32":
 		return wgsl.F32, nil
@@ -196,11 +196,11 @@ func weightType(s string, cfg *weights.Config, ck *weights.Checkpoint, d *runtim
 		if len(sp.Shape) < 2 {
 			continue // norms and biases stay f32
 		}
-		t, err := ck.Tensor(sp.Name)
+		rows, cols, bytes, err := src.Shape(sp.Name)
 		if err != nil {
 			return 0, err
 		}
-		if t.DType != weights.F16 && t.DType != weights.BF16 {
+		if bytes != 2*int64(rows)*int64(cols) { // F32 storage (or anything not 16-bit)
 			return wgsl.F32, nil
 		}
 	}

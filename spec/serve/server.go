@@ -86,7 +86,10 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 		metrics: c.Metrics,
 		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey))}
 	s.hardStop, s.stopAll = context.WithCancel(context.Background())
-	src, origin, err := loadChatTemplate(info.Dir, c.ChatTemplate)
+	src, origin, err := info.ChatTemplate, "the GGUF file's tokenizer.chat_template", error(nil)
+	if c.ChatTemplate != "" || info.ChatTemplate == "" {
+		src, origin, err = loadChatTemplate(info.Dir, c.ChatTemplate)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,9 @@ func loadChatTemplate(dir, override string) (string, string, error) {
 		}
 		return override, "--chat-template", nil
 	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return DefaultChatTemplate, "default", nil // a GGUF file without a template
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", "", err

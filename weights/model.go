@@ -1,0 +1,116 @@
+package weights
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/wspec/wspec/weights/gguf"
+)
+
+// Model is a model to load: its configuration, tokenizer and tensors, from a Hugging Face
+// folder or a GGUF file, checked against each other (every tensor the configuration needs, in
+// its shape; a tokenizer that fits the vocabulary).
+type Model struct {
+	Config    *Config
+	Tokenizer *Tokenizer
+	Source    HalfSource
+	// ChatTemplate is a GGUF file's tokenizer.chat_template ("" for a folder, whose
+	// tokenizer_config.json the server reads).
+	ChatTemplate string
+	// GGUF says the model is a GGUF file.
+	GGUF  bool
+	close func() error
+}
+
+// Close releases the model's files.
+func (m *Model) Close() error {
+	if m.close == nil {
+		return nil
+	}
+	err := m.close()
+	m.close = nil
+	return err
+}
+
+// IsGGUF says whether path names a GGUF file (by its name, or its first four bytes).
+func IsGGUF(path string) bool {
+	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	n, _ := f.Read(magic)
+	return n == 4 && string(magic) == gguf.Magic
+}
+
+// OpenModel opens a Hugging Face folder (config.json, safetensors, tokenizer.json) or a GGUF
+// file.
+func OpenModel(path string) (*Model, error) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && IsGGUF(path) {
+		return openGGUF(path)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := LoadTokenizer(path)
+	if err != nil {
+		return nil, err
+	}
+	ck, err := OpenCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckTensors(ck); err != nil {
+		ck.Close()
+		return nil, err
+	}
+	m := &Model{Config: cfg, Tokenizer: tok, Source: ck, close: ck.Close}
+	return m, m.checkVocab(path)
+}
+
+// openGGUF maps a GGUF file and reads its configuration and tokenizer.
+func openGGUF(path string) (*Model, error) {
+	b, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Model, error) {
+		unmap()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := ggufConfig(f)
+	if err != nil {
+		return fail(err)
+	}
+	tok, err := ggufTokenizer(f)
+	if err != nil {
+		return fail(err)
+	}
+	src := &ggufSource{f: f, c: cfg, mapped: mappedFiles}
+	if err := cfg.checkSource(src); err != nil {
+		return fail(err)
+	}
+	tmpl, _ := f.Get("tokenizer.chat_template")
+	s, _ := tmpl.(string)
+	m := &Model{Config: cfg, Tokenizer: tok, Source: src, ChatTemplate: s, GGUF: true, close: unmap}
+	return m, m.checkVocab(path)
+}
+
+// checkVocab refuses a tokenizer with more tokens than the model's vocabulary.
+func (m *Model) checkVocab(path string) error {
+	if n := m.Tokenizer.VocabSize(); n > m.Config.Vocab {
+		m.Close()
+		return fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", path, n, m.Config.Vocab)
+	}
+	return nil
+}
