@@ -92,20 +92,20 @@ type Options struct {
 //   - Close cancels running generations, waits for them, and frees the drafter, the model
 //     and the device. Every call after Close returns an error wrapping ErrClosed.
 type Engine struct {
-	dir    string
-	dtype  string
-	cfg    weights.Config
-	tok    *weights.Tokenizer
+	dir   string
+	dtype string
+	cfg   weights.Config
+	tok   *weights.Tokenizer
 	// chatTemplate is a GGUF file's chat template ("": a folder's, read by the server)
 	chatTemplate string
-	dev    *runtime.Device
-	ownDev bool // Close closes dev
-	target *model.Model
-	method spec.Method // nil: no speculation
-	k      int         // the method's draft tokens per step (at most)
-	cost   *spec.CostModel
-	sched  *sched.Scheduler
-	plan   MemoryPlan
+	dev          *runtime.Device
+	ownDev       bool // Close closes dev
+	target       *model.Model
+	method       spec.Method // nil: no speculation
+	k            int         // the method's draft tokens per step (at most)
+	cost         *spec.CostModel
+	sched        *sched.Scheduler
+	plan         MemoryPlan
 
 	closeOnce sync.Once
 	closed    atomic.Bool
