@@ -114,3 +114,26 @@ func (m *Model) checkVocab(path string) error {
 	}
 	return nil
 }
+
+// ModelConfig reads only the configuration of a folder or GGUF file (to check a drafter
+// against it before the target's tensors are opened).
+func ModelConfig(path string) (*Config, error) {
+	if st, err := os.Stat(path); err != nil || st.IsDir() || !IsGGUF(path) {
+		return LoadConfig(path)
+	}
+	b, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
+	f, err := gguf.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c, err := ggufConfig(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.SlidingLayers = append([]bool(nil), c.SlidingLayers...)
+	return c, nil
+}

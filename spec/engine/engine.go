@@ -150,18 +150,24 @@ func Load(dir string, o Options) (*Engine, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("model %s not found (want a Hugging Face folder: config.json, model.safetensors, tokenizer.json; or a GGUF file)", dir)
 	}
+	cfg, err := weights.ModelConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	var dck spec.Checkpoint // the drafter's, checked against the config before the target opens
+	if sc != nil {
+		if dck, err = spec.Open(*sc, cfg); err != nil {
+			return nil, err
+		}
+	}
 	wm, err := weights.OpenModel(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer wm.Close()
-	cfg := wm.Config
+	cfg = wm.Config
 	e := &Engine{dir: dir, cfg: *cfg, tok: wm.Tokenizer, chatTemplate: wm.ChatTemplate}
-	var dck spec.Checkpoint // the drafter's
 	if sc != nil {
-		if dck, err = spec.Open(*sc, cfg); err != nil {
-			return nil, err
-		}
 		if sc.Model != "" {
 			// a drafter trained for another model is refused before the target loads
 			if err := weights.CheckTargetModel(sc.Model, wm); err != nil {
