@@ -14,17 +14,26 @@ import (
 //
 //	element (n, k) at (((n/8)*k4 + k/4)*8 + n%8)*4 + k%4, zeros past K and past the last row
 //
-// so the 8 lanes of a subgroup read 128 contiguous bytes (one row each) at every step. A
-// matrix bigger than one storage binding is split into parts of whole blocks.
+// so the 8 lanes of a subgroup read 128 contiguous bytes (one row each) at every step. Rows of a
+// block-quantized type (wgsl.Q4_K, ...) keep GGUF's blocks, as u32 words in the same layout with
+// the row's words in place of its values (wgsl/quant.wgsl). A matrix bigger than one storage
+// binding is split into parts of whole blocks; a matrix stacked from tensors of different
+// types (a Q4_K_M file's Q4_K q and k with a Q6_K v) has a part per type, each its own dispatch.
 type Linear struct {
 	Rows, K int
-	WT      wgsl.WeightType
 	parts   []linearPart
 }
 
 type linearPart struct {
 	buf        *webgpu.Buffer
 	row0, rows int
+	wt         wgsl.WeightType
+}
+
+// Segment is a run of rows of one weight type in a matrix (NewLinearSegments).
+type Segment struct {
+	Rows int
+	WT   wgsl.WeightType
 }
 
 // Block is the number of rows interleaved in the weight layout.
@@ -36,7 +45,7 @@ func BlockedLayout(w []float32, rows, k int) []float32 { return blocked(w, rows,
 // blocked lays w ([rows, k] row-major) out in blocks of Block rows: within a block, the 4
 // values of each row at columns 4c..4c+3 are contiguous, and the rows' groups of 4 follow
 // each other for column group c (so a subgroup's loads are contiguous). Padding is zero.
-func blocked[T float32 | uint16](w []T, rows, k int) []T {
+func blocked[T float32 | uint16 | uint32](w []T, rows, k int) []T {
 	k4 := (k + 3) / 4
 	blocks := (rows + Block - 1) / Block
 	out := make([]T, blocks*k4*Block*4)
@@ -69,26 +78,46 @@ func (d *Device) UploadLinear(name string, w []float32, rows, k int, wt wgsl.Wei
 // NewLinear makes a [rows, k] matrix of weight type wt on the device (zeros until written),
 // split into parts of whole blocks that each fit a storage binding.
 func (d *Device) NewLinear(name string, rows, k int, wt wgsl.WeightType) (*Linear, error) {
-	blockBytes := linearBlockBytes(k, wt)
-	perPart := int(d.Limits.MaxStorageBufferBindingSize/blockBytes) * Block
-	if perPart < Block {
-		return nil, fmt.Errorf("runtime: one block of %d rows of %s (%d bytes) exceeds the adapter's storage binding limit %d", Block, name, blockBytes, d.Limits.MaxStorageBufferBindingSize)
-	}
-	l := &Linear{Rows: rows, K: k, WT: wt}
-	for r0 := 0; r0 < rows; r0 += perPart {
-		n := min(perPart, rows-r0)
-		buf, err := d.NewStorage(fmt.Sprintf("%s[%d:%d]", name, r0, r0+n), uint64((n+Block-1)/Block)*blockBytes)
-		if err != nil {
-			l.Release()
-			return nil, fmt.Errorf("allocating %s: %w", name, err)
+	return d.NewLinearSegments(name, k, []Segment{{rows, wt}})
+}
+
+// NewLinearSegments makes a matrix of k columns whose rows are the segments' in order, each in
+// its weight type. Every segment but the last has a whole number of blocks of rows, and a
+// quantized segment's k is whole blocks of its type.
+func (d *Device) NewLinearSegments(name string, k int, segs []Segment) (*Linear, error) {
+	l := &Linear{K: k}
+	for i, sg := range segs {
+		if sg.Rows%Block != 0 && i < len(segs)-1 {
+			return nil, fmt.Errorf("runtime: %s: a segment of %d rows is not whole blocks of %d", name, sg.Rows, Block)
 		}
-		l.parts = append(l.parts, linearPart{buf: buf, row0: r0, rows: n})
+		if err := checkQuantK(k, sg.WT); err != nil {
+			return nil, fmt.Errorf("runtime: %s: %w", name, err)
+		}
+		blockBytes := linearBlockBytes(k, sg.WT)
+		perPart := int(d.Limits.MaxStorageBufferBindingSize/blockBytes) * Block
+		if perPart < Block {
+			l.Release()
+			return nil, fmt.Errorf("runtime: one block of %d rows of %s (%d bytes) exceeds the adapter's storage binding limit %d", Block, name, blockBytes, d.Limits.MaxStorageBufferBindingSize)
+		}
+		for r0 := 0; r0 < sg.Rows; r0 += perPart {
+			n := min(perPart, sg.Rows-r0)
+			buf, err := d.NewStorage(fmt.Sprintf("%s[%d:%d]", name, l.Rows+r0, l.Rows+r0+n), uint64((n+Block-1)/Block)*blockBytes)
+			if err != nil {
+				l.Release()
+				return nil, fmt.Errorf("allocating %s: %w", name, err)
+			}
+			l.parts = append(l.parts, linearPart{buf: buf, row0: l.Rows + r0, rows: n, wt: sg.WT})
+		}
+		l.Rows += sg.Rows
 	}
 	return l, nil
 }
 
 // linearBlockBytes is the bytes of one block of Block rows of K columns.
 func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
+	if wt.Quantized() {
+		return uint64(Block * quantRowWords(k, wt) * 4)
+	}
 	elem := 4
 	if wt == wgsl.F16 {
 		elem = 2
@@ -100,9 +129,9 @@ func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
 // multiple of Block, and so is the number of rows unless they end the matrix: the rows a
 // block holds are written together.
 func (l *Linear) WriteRows(row0 int, w []float32) error {
-	return l.writeRows(row0, len(w), func(lo, hi int) []byte {
+	return l.writeRows(row0, len(w), wgsl.F32, func(lo, hi int, wt wgsl.WeightType) []byte {
 		b := blocked(w[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
-		if l.WT != wgsl.F16 {
+		if wt != wgsl.F16 {
 			return F32Bytes(b)
 		}
 		raw := make([]byte, 2*len(b))
@@ -115,8 +144,9 @@ func (l *Linear) WriteRows(row0 int, w []float32) error {
 }
 
 // writeRows checks that values (a whole number of rows from row0) are whole blocks and writes
-// each part's share, laid out and encoded by encode(lo, hi) for the matrix rows lo..hi.
-func (l *Linear) writeRows(row0, values int, encode func(lo, hi int) []byte) error {
+// each part's share, laid out and encoded by encode(lo, hi, type) for the matrix rows lo..hi.
+// Float values go to float parts, quantized rows (quant: their type) to parts of their type.
+func (l *Linear) writeRows(row0, values int, quant wgsl.WeightType, encode func(lo, hi int, wt wgsl.WeightType) []byte) error {
 	n := values / l.K
 	switch {
 	case values%l.K != 0 || row0%Block != 0 || row0 < 0 || row0+n > l.Rows || (n%Block != 0 && row0+n != l.Rows):
@@ -124,13 +154,15 @@ func (l *Linear) writeRows(row0, values int, encode func(lo, hi int) []byte) err
 	case n == 0:
 		return nil
 	}
-	blockBytes := linearBlockBytes(l.K, l.WT)
 	for _, p := range l.parts {
 		lo, hi := max(row0, p.row0), min(row0+n, p.row0+p.rows)
 		if lo >= hi {
 			continue
 		}
-		p.buf.Write(uint64((lo-p.row0)/Block)*blockBytes, encode(lo, hi))
+		if p.wt.Quantized() != quant.Quantized() || (quant.Quantized() && p.wt != quant) {
+			return fmt.Errorf("runtime: rows %d..%d of the matrix are %v, not %v", lo, hi, p.wt, quant)
+		}
+		p.buf.Write(uint64((lo-p.row0)/Block)*linearBlockBytes(l.K, p.wt), encode(lo, hi, p.wt))
 	}
 	return nil
 }
@@ -138,10 +170,14 @@ func (l *Linear) writeRows(row0, values int, encode func(lo, hi int) []byte) err
 // WriteRowsF16 is WriteRows for an f16 matrix from IEEE half-precision bits (a checkpoint
 // stored in F16 goes to the device without a float32 round trip).
 func (l *Linear) WriteRowsF16(row0 int, h []uint16) error {
-	if l.WT != wgsl.F16 {
-		return fmt.Errorf("runtime: f16 rows for a %v matrix", l.WT)
-	}
-	return l.writeRows(row0, len(h), func(lo, hi int) []byte {
+	return l.writeRows(row0, len(h), wgsl.F16, func(lo, hi int, wt wgsl.WeightType) []byte {
+		if wt != wgsl.F16 {
+			b := make([]float32, (hi-lo)*l.K)
+			for i, v := range h[(lo-row0)*l.K : (hi-row0)*l.K] {
+				b[i] = weights.F16ToF32(v)
+			}
+			return F32Bytes(blocked(b, hi-lo, l.K))
+		}
 		b := blocked(h[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
 		raw := make([]byte, 2*len(b))
 		for i, v := range b {

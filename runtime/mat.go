@@ -56,7 +56,7 @@ func (d *Device) matShape(n int) (wg, cols int) {
 }
 
 // AddMat records y = W xin (with fusions) for the step's rows into program p: one dispatch per
-// part of W, each invocation computing a block of rows x a few columns. rows (1..MaxBlockRows)
+// part of W (matmul_q for a quantized part), each invocation computing a block of rows x a few columns. rows (1..MaxBlockRows)
 // is the block's height: 1 for decoding, the verified rows for a verify step, more for a
 // prefill, whose rows then go in several blocks (grid.y).
 func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride int, f MatFusion, rows int, dummy *webgpu.Buffer) error {
@@ -70,14 +70,17 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 			o[key] = 1
 		}
 	}
-	kernel := "matmul_wg"
-	if p.d.UseSubgroups() {
-		kernel = "matmul"
-	}
 	norm, bias, sel := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy), orDummy(f.Gather, dummy)
 	for _, part := range w.parts {
 		n := uint32(part.rows)
+		kernel := "matmul_wg"
 		wg, cols := p.d.matShape(part.rows)
+		switch {
+		case part.wt.Quantized():
+			kernel, wg = "matmul_q", matWG // it stages WG vec4s (whole groups of 32 values)
+		case p.d.UseSubgroups():
+			kernel = "matmul"
+		}
 		po := Overrides{"COLS": float64(cols), "WG": float64(wg)}
 		for k, v := range o {
 			po[k] = v
@@ -94,7 +97,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 			return CeilDiv(n, perWG), CeilDiv(m, r), 1
 		}
 		err := p.Add(KernelCall{
-			Kernel: kernel, Label: name[strings.LastIndex(name, ".")+1:], Weights: w.WT, Overrides: po,
+			Kernel: kernel, Label: name[strings.LastIndex(name, ".")+1:], Weights: part.wt, Overrides: po,
 			Params:  MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride)},
 			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}, {Buffer: sel}},
 			Grid:    grid,

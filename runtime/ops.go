@@ -12,16 +12,19 @@ import (
 // The recorded ops that the target model and the drafter heads share.
 
 // AddEmbed records out[m, :] = table[tokens[m], :] * scale for the step's rows (scale 1, or
-// Gemma's sqrt(hidden)): one dispatch per part of the table.
+// Gemma's sqrt(hidden)): one dispatch per part of the table (embed_q for a quantized part).
 func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer, scale float32) error {
 	dim := uint32(table.K)
 	for _, part := range table.parts {
+		kernel, k4, perWG := "embed", uint32((table.K+3)/4), uint32(64)
+		if part.wt.Quantized() { // an invocation per group of 32 values
+			kernel, k4, perWG = "embed_q", uint32(QuantRowVec4s(table.K, part.wt)), 64*32
+		}
 		err := p.Add(KernelCall{
-			Kernel: "embed", Weights: table.WT,
-			Params: EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), K4: uint32((table.K + 3) / 4),
-				Scale: scale},
+			Kernel: kernel, Weights: part.wt,
+			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), K4: k4, Scale: scale},
 			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
-			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(dim, 64), s.M, 1 },
+			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(dim, perWG), s.M, 1 },
 		})
 		if err != nil {
 			return fmt.Errorf("embed: %w", err)

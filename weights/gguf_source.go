@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/quant"
 )
 
 // ggufSource serves a GGUF file's tensors under Hugging Face names, rows in Hugging Face's
@@ -17,7 +18,10 @@ type ggufSource struct {
 	mapped bool
 }
 
-var _ HalfSource = (*ggufSource)(nil)
+var (
+	_ HalfSource  = (*ggufSource)(nil)
+	_ QuantSource = (*ggufSource)(nil)
+)
 
 // tensor is the GGUF tensor behind a Hugging Face name, its rows and columns.
 func (s *ggufSource) tensor(name string) (gguf.TensorInfo, []byte, int, int, error) {
@@ -32,7 +36,9 @@ func (s *ggufSource) tensor(name string) (gguf.TensorInfo, []byte, int, int, err
 	switch info.Type {
 	case gguf.F32, gguf.F16, gguf.BF16:
 	default:
-		return info, nil, 0, 0, fmt.Errorf("%w: tensor %s is %v (quantized GGUF weights are not read yet: F32, F16 and BF16 are)", ErrUnsupported, g, info.Type)
+		if !quant.IsQuantized(info.Type) {
+			return info, nil, 0, 0, fmt.Errorf("%w: tensor %s is %v (wspec reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", ErrUnsupported, g, info.Type)
+		}
 	}
 	switch len(info.Dims) {
 	case 1:
@@ -41,6 +47,30 @@ func (s *ggufSource) tensor(name string) (gguf.TensorInfo, []byte, int, int, err
 		return info, b, int(info.Dims[1]), int(info.Dims[0]), nil
 	}
 	return info, nil, 0, 0, fmt.Errorf("%w: tensor %s has %d dimensions", ErrShape, g, len(info.Dims))
+}
+
+// StoredType is how a tensor is stored in the file.
+func (s *ggufSource) StoredType(name string) (gguf.TensorType, error) {
+	info, _, _, _, err := s.tensor(name)
+	return info.Type, err
+}
+
+// RawRows copies rows row0 .. of a tensor as stored (whole rows of blocks) into dst, in
+// Hugging Face's row order. Norm weights are not raw rows (Gemma's are shifted).
+func (s *ggufSource) RawRows(name string, row0 int, dst []byte) error {
+	info, _, _, cols, err := s.tensor(name)
+	if err != nil {
+		return err
+	}
+	rb, err := info.Type.RowBytes(uint64(cols))
+	if err != nil || rb == 0 || len(dst)%int(rb) != 0 {
+		return fmt.Errorf("%w: %d bytes are not whole rows of tensor %q (%d bytes a row)", ErrShape, len(dst), name, rb)
+	}
+	at := 0
+	return s.read(name, row0, len(dst)/int(rb)*cols, func(_ int, src []byte, _ gguf.TensorType, _ int) error {
+		at += copy(dst[at:], src)
+		return nil
+	})
 }
 
 // Shape is a tensor's rows, columns and stored bytes.
@@ -78,8 +108,9 @@ func fileRow(r, rows, heads int) int {
 	return h*hd + 2*(j-hd/2) + 1
 }
 
-// read decodes rows row0 .. row0 + n of a tensor into dst via put(i, value bits, type).
-func (s *ggufSource) read(name string, row0, n int, put func(dst int, src []byte, t gguf.TensorType, k int)) error {
+// read gives rows row0 .. row0 + n/cols of a tensor, in Hugging Face's row order, to put(i,
+// the row's stored bytes, type, cols) with i the row's first value in the destination.
+func (s *ggufSource) read(name string, row0, n int, put func(dst int, src []byte, t gguf.TensorType, k int) error) error {
 	info, b, rows, cols, err := s.tensor(name)
 	if err != nil {
 		return err
@@ -87,21 +118,26 @@ func (s *ggufSource) read(name string, row0, n int, put func(dst int, src []byte
 	if row0 < 0 || n%max(cols, 1) != 0 || row0+n/max(cols, 1) > rows {
 		return fmt.Errorf("%w: rows %d.. (%d values) of tensor %q [%d, %d]", ErrShape, row0, n, name, rows, cols)
 	}
-	elem := 4
-	if info.Type != gguf.F32 {
-		elem = 2
-	}
 	heads := s.permutedHeads(name)
 	if rows == 1 && heads > 0 { // a bias: its values are the permuted rows
+		if quant.IsQuantized(info.Type) {
+			return fmt.Errorf("%w: tensor %q is a quantized vector", ErrUnsupported, name)
+		}
 		rows, cols = cols, 1
 	}
-	nr := n / cols
+	rb64, err := info.Type.RowBytes(uint64(cols))
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", name, err)
+	}
+	rb, nr := int(rb64), n/cols
 	for r := 0; r < nr; r++ {
 		fr := fileRow(row0+r, rows, heads)
-		put(r*cols, b[fr*cols*elem:(fr+1)*cols*elem], info.Type, cols)
+		if err := put(r*cols, b[fr*rb:(fr+1)*rb], info.Type, cols); err != nil {
+			return fmt.Errorf("tensor %q: %w", name, err)
+		}
 	}
 	if s.mapped {
-		dropPages(b[row0*cols*elem : (row0+nr)*cols*elem])
+		dropPages(b[row0*rb : (row0+nr)*rb])
 	}
 	return nil
 }
@@ -117,17 +153,33 @@ func (s *ggufSource) normShift(name string) float32 {
 // Rows reads rows of a tensor as float32, as Hugging Face holds them.
 func (s *ggufSource) Rows(name string, row0 int, dst []float32) error {
 	shift := s.normShift(name)
-	return s.read(name, row0, len(dst), func(i int, src []byte, t gguf.TensorType, k int) {
+	return s.read(name, row0, len(dst), func(i int, src []byte, t gguf.TensorType, k int) error {
+		if quant.IsQuantized(t) {
+			return quant.Dequantize(t, src, dst[i:i+k])
+		}
 		for j := range k {
 			dst[i+j] = decodeFloat(src, j, t) - shift
 		}
+		return nil
 	})
 }
 
-// HalfRows reads rows of a tensor as f16 bits: F16 copied, the others rounded.
+// HalfRows reads rows of a tensor as f16 bits: F16 copied, the others (quantized ones decoded)
+// rounded.
 func (s *ggufSource) HalfRows(name string, row0 int, dst []uint16) error {
 	shift := s.normShift(name)
-	return s.read(name, row0, len(dst), func(i int, src []byte, t gguf.TensorType, k int) {
+	var row []float32
+	return s.read(name, row0, len(dst), func(i int, src []byte, t gguf.TensorType, k int) error {
+		if quant.IsQuantized(t) {
+			row = append(row[:0], make([]float32, k)...)
+			if err := quant.Dequantize(t, src, row); err != nil {
+				return err
+			}
+			for j, v := range row {
+				dst[i+j] = F32ToF16(v)
+			}
+			return nil
+		}
 		for j := range k {
 			if t == gguf.F16 && shift == 0 {
 				dst[i+j] = binary.LittleEndian.Uint16(src[2*j:])
@@ -135,6 +187,7 @@ func (s *ggufSource) HalfRows(name string, row0 int, dst []uint16) error {
 				dst[i+j] = F32ToF16(decodeFloat(src, j, t) - shift)
 			}
 		}
+		return nil
 	})
 }
 

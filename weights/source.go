@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/wspec/wspec/weights/gguf"
 )
 
 // TensorSource gives a model's tensors a bounded chunk of rows at a time, as float32, so that
@@ -55,6 +57,16 @@ func (c *Checkpoint) Rows(name string, row0 int, dst []float32) error {
 	}
 	c.dropRead(name, data)
 	return nil
+}
+
+// QuantSource is a TensorSource whose matrices may be stored block-quantized (a GGUF file's),
+// for a device that keeps them as stored.
+type QuantSource interface {
+	TensorSource
+	// StoredType is how tensor name is stored (F32, F16, BF16 or a quantized type).
+	StoredType(name string) (gguf.TensorType, error)
+	// RawRows copies rows row0 .. row0 + len(dst)/row bytes of a tensor as stored.
+	RawRows(name string, row0 int, dst []byte) error
 }
 
 // HalfSource is a TensorSource that also gives rows as IEEE half-precision bits, for a device

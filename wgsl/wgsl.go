@@ -5,7 +5,8 @@
 // diagnostic with `//!diagnostic off, name` (subgroup_uniformity: a subgroup op whose control
 // flow is uniform per subgroup but not per workgroup). Source
 // prepends the prelude: the extensions, then `alias wtype = f32;` or, for the f16 variant,
-// `enable f16;` and `alias wtype = f16;`, so one file serves both weight types. Every kernel's entry point is
+// `enable f16;` and `alias wtype = f16;`, so one file serves both weight types (for a quantized
+// type, `alias wtype = u32;` and `const QTYPE` its ggml number). Every kernel's entry point is
 // `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
 // Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
 package wgsl
@@ -20,18 +21,52 @@ import (
 //go:embed *.wgsl
 var files embed.FS
 
-// WeightType selects the element type of weight buffers.
+// WeightType selects the element type of weight buffers: f32 or f16 values, or one of ggml's
+// block-quantized types, whose weights the quantized kernels (matmul_q, embed_q) read as u32
+// words and decode with quant.wgsl.
 type WeightType int
 
 // Weight types of the kernels' variants.
 const (
 	F32 WeightType = iota
 	F16
+	Q8_0
+	Q4_0
+	Q4_1
+	Q5_0
+	Q5_1
+	Q4_K
+	Q5_K
+	Q6_K
 )
 
+// quantTypes is each quantized type's name and ggml number (GGUF's tensor type, and QTYPE in
+// quant.wgsl).
+var quantTypes = map[WeightType]struct {
+	name string
+	ggml uint32
+}{
+	Q8_0: {"q8_0", 8}, Q4_0: {"q4_0", 2}, Q4_1: {"q4_1", 3}, Q5_0: {"q5_0", 6}, Q5_1: {"q5_1", 7},
+	Q4_K: {"q4_k", 12}, Q5_K: {"q5_k", 13}, Q6_K: {"q6_k", 14},
+}
+
+// Quantized reports whether w is a block-quantized type.
+func (w WeightType) Quantized() bool { _, ok := quantTypes[w]; return ok }
+
+// GGML is a quantized type's ggml type number (0 for f32 and f16).
+func (w WeightType) GGML() uint32 { return quantTypes[w].ggml }
+
+// QuantizedTypes lists the block-quantized weight types.
+func QuantizedTypes() []WeightType {
+	return []WeightType{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
+}
+
 func (w WeightType) String() string {
-	if w == F16 {
+	switch {
+	case w == F16:
 		return "f16"
+	case w.Quantized():
+		return quantTypes[w].name
 	}
 	return "f32"
 }
@@ -71,7 +106,11 @@ func Source(name string, wt WeightType) (string, error) {
 			prelude += "diagnostic(" + strings.TrimSpace(d) + "); "
 		}
 	}
-	prelude += "alias wtype = " + wt.String() + "; "
+	if wt.Quantized() {
+		prelude += fmt.Sprintf("alias wtype = u32; const QTYPE: u32 = %du; ", wt.GGML())
+	} else {
+		prelude += "alias wtype = " + wt.String() + "; "
+	}
 	var out strings.Builder
 	out.WriteString(prelude)
 	out.Write(b)

@@ -94,18 +94,14 @@ func embedCases() []testCase {
 	return out
 }
 
-// embedRun gathers m random rows (among them the last row and, when split, the rows either side
+// embedRun (embed, or embed_q for a quantized table) gathers m random rows (among them the last row and, when split, the rows either side
 // of the split) of a table in runtime.Linear's blocked layout into an output one row longer
 // than m, dispatching that extra row too: it must keep its poison. A split table is two
 // dispatches, parts [0, h) and [h, vocab) (h a whole number of blocks), each filling only its
 // own tokens. The rows are multiplied by scale.
 func embedRun(c *checker, wt wgsl.WeightType, split bool, scale float32, dim, vocab, m int) {
-	_, seen := c.bigWeights(vocab*dim, 1, wt)
-	blocked := func(rows []float32) *webgpu.Buffer {
-		b, _ := c.weights(runtime.BlockedLayout(rows, len(rows)/dim, dim), wt) // already representable
-		return b
-	}
-	table := blocked(seen)
+	seen, blocked := c.tableWeights(vocab, dim, wt)
+	table := blocked(0, vocab)
 	h := vocab / 2 / runtime.Block * runtime.Block
 	toks := make([]int, m)
 	tu := make([]uint32, m)
@@ -124,23 +120,27 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, scale float32, dim, vo
 	x := c.poisoned((m + 1) * dim)
 	tb := c.u32(tu)
 	call := func(part *webgpu.Buffer, row0, rows int) runtime.KernelCall {
-		return runtime.KernelCall{Kernel: "embed", Weights: wt,
-			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32((dim + 3) / 4), Scale: scale},
+		kernel, k4, perWG := "embed", (dim+3)/4, 64
+		if wt.Quantized() {
+			kernel, k4, perWG = "embed_q", runtime.QuantRowVec4s(dim, wt), 64*32
+		}
+		return runtime.KernelCall{Kernel: kernel, Weights: wt,
+			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32(k4), Scale: scale},
 			Buffers: []webgpu.Binding{{Buffer: tb}, {Buffer: part}, {Buffer: x}},
-			Grid:    runtime.Fixed(ceilDiv(dim, 64), uint32(m+1), 1)}
+			Grid:    runtime.Fixed(ceilDiv(dim, perWG), uint32(m+1), 1)}
 	}
 	step := runtime.StepBlock{M: uint32(m)}
 	if !split || h == 0 {
 		c.dispatch(step, call(table, 0, vocab))
 	} else {
-		c.dispatch(step, call(blocked(seen[h*dim:]), h, vocab-h), call(blocked(seen[:h*dim]), 0, h))
+		c.dispatch(step, call(blocked(h, vocab), h, vocab-h), call(blocked(0, h), 0, h))
 	}
 	want := ref.Embed(seen, toks, dim)
 	for i := range want {
 		want[i] *= scale
 	}
 	want = append(want, poisonSlice(dim)...)
-	c.expect("x", c.readF32(x, (m+1)*dim), want, tolFor("embed", wt))
+	c.expect("x", c.readF32(x, (m+1)*dim), want, tolFor(kernelName("embed", wt), wt))
 }
 
 func rmsnormCases() []testCase {
@@ -356,8 +356,7 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 		xw = 2 * k
 	}
 	x := c.uniform(m*xw, 1)
-	_, w := c.bigWeights(n*k, 1/sqrtf(k), wt)
-	wb, _ := c.weights(runtime.BlockedLayout(w, n, k), wt) // already representable: the same bits
+	wb, w := c.matWeights(n, k, wt)
 	bias := c.uniform(stride, 0.5)
 	normw := c.uniform(k, 0.5)
 	for i := range normw {

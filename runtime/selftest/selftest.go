@@ -69,6 +69,8 @@ type tol struct{ atol, rtol float64 }
 //	qk_norm    1e-4      1e-3   -         -      as rmsnorm, per head (its weights are f32 always)
 //	attention  2e-4      1e-3   2e-4      1e-3   f32 online softmax, exp (3 + 2|x| ulp) (and _wg); f16: a cache of f16 values, read exactly
 //	copy_rows  0         0      -         -      a copy
+//	matmul_q   1e-4      1e-3   (every quantized type)  as matmul, on the decoded weights
+//	embed_q    1e-6      1e-6   (every quantized type)  decoding: d q + m may be fused (1 ulp)
 //	argmax_rows, sample: exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
 var tolerances = map[string][2]tol{
 	"embed":        {{0, 0}, {6.2e-5, 0}},
@@ -80,6 +82,8 @@ var tolerances = map[string][2]tol{
 	"attention":    {{2e-4, 1e-3}, {2e-4, 1e-3}},
 	"attention_wg": {{2e-4, 1e-3}, {2e-4, 1e-3}},
 	"copy_rows":    {{0, 0}, {0, 0}},
+	"matmul_q":     {{1e-4, 1e-3}, {1e-4, 1e-3}},
+	"embed_q":      {{1e-6, 1e-6}, {1e-6, 1e-6}},
 }
 
 // Agreement thresholds of the stochastic sampling cases (Gumbel keys and acceptance ratios
@@ -103,7 +107,9 @@ func allCases() []testCase {
 	var all []testCase
 	all = append(all, embedCases()...)
 	all = append(all, rmsnormCases()...)
+	all = append(all, embedQCases()...)
 	all = append(all, matmulCases()...)
+	all = append(all, matmulQCases()...)
 	all = append(all, ropeCases()...)
 	all = append(all, qkNormCases()...)
 	all = append(all, attentionCases()...)
@@ -385,7 +391,12 @@ func (c *checker) mismatch(s string) {
 	}
 }
 
-func tolFor(kernel string, wt wgsl.WeightType) tol { return tolerances[kernel][wt] }
+func tolFor(kernel string, wt wgsl.WeightType) tol {
+	if wt.Quantized() { // the reference computes on the decoded values: as f32
+		wt = wgsl.F32
+	}
+	return tolerances[kernel][wt]
+}
 
 // toF16 converts v to IEEE binary16 (round to nearest even, subnormals kept, overflow to
 // infinity) and returns the little-endian bits and the values they hold.

@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// QuantType is the weight type that keeps GGUF tensor type t on the device, if there is one.
+func QuantType(t gguf.TensorType) (wgsl.WeightType, bool) {
+	for _, wt := range wgsl.QuantizedTypes() {
+		if wt.GGML() == uint32(t) {
+			return wt, true
+		}
+	}
+	return 0, false
+}
+
+// quantRowBytes is the bytes of a row of k values of quantized type wt, as GGUF stores it.
+func quantRowBytes(k int, wt wgsl.WeightType) (int, error) {
+	n, err := gguf.TensorType(wt.GGML()).RowBytes(uint64(k))
+	return int(n), err
+}
+
+// checkQuantK checks that a row of k values is whole blocks of wt (always, for f32 and f16).
+func checkQuantK(k int, wt wgsl.WeightType) error {
+	if !wt.Quantized() {
+		return nil
+	}
+	_, err := quantRowBytes(k, wt)
+	return err
+}
+
+// quantRowWords is the u32 words a row of k values of quantized type wt takes on the device:
+// its bytes, zero-padded to whole vec4s (wgsl/quant.wgsl's qrow_vec4s).
+func quantRowWords(k int, wt wgsl.WeightType) int {
+	b, _ := quantRowBytes(k, wt)
+	return (b + 15) / 16 * 4
+}
+
+// WriteRowsQuant writes rows row0 .. of quantized type wt from raw: whole rows of GGUF blocks,
+// back to back, as a GGUF file holds them. The rows' parts must be of type wt; row0 and the
+// row count are whole blocks of rows as for WriteRows.
+func (l *Linear) WriteRowsQuant(row0 int, wt wgsl.WeightType, raw []byte) error {
+	if !wt.Quantized() {
+		return fmt.Errorf("runtime: WriteRowsQuant of %v rows", wt)
+	}
+	rb, err := quantRowBytes(l.K, wt)
+	if err != nil {
+		return err
+	}
+	if len(raw)%rb != 0 {
+		return fmt.Errorf("runtime: %d bytes of %v are not whole rows of %d values (%d bytes)", len(raw), wt, l.K, rb)
+	}
+	return l.writeRows(row0, len(raw)/rb*l.K, wt, func(lo, hi int, _ wgsl.WeightType) []byte {
+		return quantLayout(raw[(lo-row0)*rb:(hi-row0)*rb], hi-lo, l.K, wt)
+	})
+}
+
+// QuantLayout lays out rows of quantized type wt (raw: whole rows of GGUF blocks, back to back)
+// as a Linear of that type holds them on the device.
+func QuantLayout(raw []byte, rows, k int, wt wgsl.WeightType) ([]byte, error) {
+	rb, err := quantRowBytes(k, wt)
+	if err != nil || !wt.Quantized() {
+		return nil, fmt.Errorf("runtime: %d values of %v: %w", k, wt, err)
+	}
+	if len(raw) != rows*rb {
+		return nil, fmt.Errorf("runtime: %d bytes for %d rows of %d values of %v (%d bytes a row)", len(raw), rows, k, wt, rb)
+	}
+	return quantLayout(raw, rows, k, wt), nil
+}
+
+// quantLayout is QuantLayout with the sizes checked.
+func quantLayout(raw []byte, rows, k int, wt wgsl.WeightType) []byte {
+	rb, _ := quantRowBytes(k, wt)
+	kw := quantRowWords(k, wt)
+	words := make([]uint32, rows*kw)
+	for r := range rows {
+		src := raw[r*rb : (r+1)*rb]
+		row := words[r*kw : (r+1)*kw]
+		for j := 0; 4*j < len(src); j++ {
+			var b [4]byte
+			copy(b[:], src[4*j:])
+			row[j] = binary.LittleEndian.Uint32(b[:])
+		}
+	}
+	b := blocked(words, rows, kw)
+	out := make([]byte, 4*len(b))
+	for i, v := range b {
+		binary.LittleEndian.PutUint32(out[4*i:], v)
+	}
+	return out
+}
+
+// QuantRowVec4s is the vec4<u32>s a row of k values of quantized type wt takes on the device
+// (embed_q's K4).
+func QuantRowVec4s(k int, wt wgsl.WeightType) int { return quantRowWords(k, wt) / 4 }
+
+// Types lists the weight types of the matrix's parts, in row order, one per run of rows.
+func (l *Linear) Types() []wgsl.WeightType {
+	var out []wgsl.WeightType
+	for i, p := range l.parts {
+		if i == 0 || p.wt != l.parts[i-1].wt {
+			out = append(out, p.wt)
+		}
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package selftest
+
+import (
+	"fmt"
+
+	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/quant"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// The quantized kernels (matmul_q, embed_q) against weights/quant's decoder: the reference
+// computes on the decoded weights, so the kernels' error is their accumulation order alone.
+
+// quantKs are the row lengths checked for a quantized type: one block, a few, stories15M's
+// 288 (32-value types) or 768, and one that leaves a partial chunk of 256 values.
+func quantKs(wt wgsl.WeightType) []int {
+	if gguf.TensorType(wt.GGML()).BlockSize() == 256 {
+		return []int{256, 768, 4352}
+	}
+	return []int{32, 96, modelDim, 4128}
+}
+
+// kernelName is the kernel that runs an op (embed, matmul_wg) for weight type wt.
+func kernelName(op string, wt wgsl.WeightType) string {
+	if !wt.Quantized() {
+		return op
+	}
+	if op == "embed" {
+		return "embed_q"
+	}
+	return "matmul_q"
+}
+
+// quantized returns rows x k uniform values in [-scale, scale) quantized as wt: the GGUF bytes
+// and the values they decode to.
+func (c *checker) quantized(rows, k int, scale float64, wt wgsl.WeightType) ([]byte, []float32) {
+	raw, err := quant.Quantize(gguf.TensorType(wt.GGML()), c.uniform(rows*k, scale))
+	if err != nil {
+		panic(err) // the cases' shapes are whole blocks
+	}
+	seen := make([]float32, rows*k)
+	if err := quant.Dequantize(gguf.TensorType(wt.GGML()), raw, seen); err != nil {
+		panic(err)
+	}
+	return raw, seen
+}
+
+// matWeights is an [n, k] weight of type wt in runtime.Linear's layout and the values it holds.
+func (c *checker) matWeights(n, k int, wt wgsl.WeightType) (*webgpu.Buffer, []float32) {
+	if !wt.Quantized() {
+		_, w := c.bigWeights(n*k, 1/sqrtf(k), wt)
+		b, _ := c.weights(runtime.BlockedLayout(w, n, k), wt) // already representable: the same bits
+		return b, w
+	}
+	raw, seen := c.quantized(n, k, 1/sqrtf(k), wt)
+	return c.quantBuffer(raw, n, k, wt), seen
+}
+
+// tableWeights is a [vocab, dim] table of type wt: the values it holds, and a function that
+// uploads its rows r0 .. r1 in runtime.Linear's layout.
+func (c *checker) tableWeights(vocab, dim int, wt wgsl.WeightType) ([]float32, func(r0, r1 int) *webgpu.Buffer) {
+	if !wt.Quantized() {
+		_, seen := c.bigWeights(vocab*dim, 1, wt)
+		return seen, func(r0, r1 int) *webgpu.Buffer {
+			b, _ := c.weights(runtime.BlockedLayout(seen[r0*dim:r1*dim], r1-r0, dim), wt) // already representable
+			return b
+		}
+	}
+	raw, seen := c.quantized(vocab, dim, 1, wt)
+	rb := len(raw) / vocab
+	return seen, func(r0, r1 int) *webgpu.Buffer { return c.quantBuffer(raw[r0*rb:r1*rb], r1-r0, dim, wt) }
+}
+
+func (c *checker) quantBuffer(raw []byte, rows, k int, wt wgsl.WeightType) *webgpu.Buffer {
+	b, err := runtime.QuantLayout(raw, rows, k, wt)
+	if err != nil {
+		panic(err)
+	}
+	return c.keep(c.d.UploadBytes("selftest "+wt.String(), b))
+}
+
+// The matmul_q fusions: the plain product, and those the model uses on its weights.
+var quantFusions = []fusion{
+	{name: ""}, {name: "NORM", norm: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
+	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "NORM+GATHER", norm: true, gather: true},
+	{name: "SWIGLU+GEGLU", swiglu: true, geglu: true}, {name: "NORM+LAST_ROWS", norm: true, last: true},
+}
+
+// The matmul_q blocks: one row (decode), a verify block, a prefill block, and a workgroup of
+// 32 (chunks of 128 values, so a 256-value block spans two).
+var quantBlocks = []struct {
+	b  blockShape
+	ms []int
+}{
+	{blockShape{1, 4, 64}, []int{1, 3}},
+	{blockShape{5, 2, 64}, []int{9}},
+	{blockShape{16, 1, 64}, []int{17}},
+	{blockShape{3, 4, 32}, []int{3}},
+}
+
+// matmulQCases: every type x fusion at decode on N = 33, the verify and prefill blocks plain and
+// as a gathered, normed LM head, and the plain product on more shapes. The quick tier keeps each
+// type's first row length, every fusion at one decode row and every block plain.
+func matmulQCases() []testCase {
+	var out []testCase
+	for _, wt := range wgsl.QuantizedTypes() {
+		ks := quantKs(wt)
+		for _, k := range ks {
+			for _, n := range []int{1, 7, 33, modelHidden} {
+				for _, f := range quantFusions {
+					for bi, qb := range quantBlocks {
+						for _, m := range qb.ms {
+							switch {
+							case f.name != "" && n != 33, // fusions on one shape
+								bi > 0 && f.name != "" && f.name != "NORM+GATHER", // other blocks: plain, LM head
+								n == modelHidden && k > 1024:
+								continue
+							}
+							tc := linCase("matmul_q", wt, f, qb.b, 0, m, n, k)
+							if k != ks[0] || !(f.name == "" && n == 7 || bi == 0 && m == 1 && n == 33) {
+								tc = fullOnly(tc)
+							}
+							out = append(out, tc)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func embedQCases() []testCase {
+	var out []testCase
+	for _, wt := range wgsl.QuantizedTypes() {
+		for _, split := range []bool{false, true} {
+			variant := wt.String()
+			if split {
+				variant += "+split"
+			}
+			for _, dim := range quantKs(wt) {
+				for _, m := range []int{1, 4} {
+					tc := newCase("embed_q", variant, fmt.Sprintf("dim=%d vocab=37 m=%d", dim, m), wt,
+						func(c *checker) { embedRun(c, wt, split, 1, dim, 37, m) })
+					if m == 4 && split {
+						tc = fullOnly(tc)
+					}
+					out = append(out, tc)
+				}
+			}
+		}
+	}
+	return out
+}

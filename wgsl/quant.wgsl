@@ -1,0 +1,130 @@
+// quant.wgsl: ggml's block-quantized weights (QTYPE, from the prelude: Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q4_K, Q5_K or Q6_K, numbered as in GGUF), decoded 32 values at a time; weights/quant is
+// the reference. A row of k values is k / qvals() blocks of qbytes() bytes as GGUF stores them,
+// read as u32 words (zero-padded to whole vec4s) in the blocked layout of mat_io.wgsl: word j of
+// row n is w[((n / 8) * k4 + j / 4) * 8 + n % 8][j % 4], k4 = qrow_vec4s(k), so the 8 rows of a
+// block are read together. The including kernel declares w: array<vec4<u32>>. Every field of
+// every type starts at an even byte offset, so a u32 at any field spans at most two words.
+
+// qvals is the values per block.
+fn qvals() -> u32 {
+  if (QTYPE >= 12u) { return 256u; }
+  return 32u;
+}
+
+// qbytes is the bytes per block.
+fn qbytes() -> u32 {
+  switch QTYPE {
+    case 8u: { return 34u; }
+    case 2u: { return 18u; }
+    case 3u: { return 20u; }
+    case 6u: { return 22u; }
+    case 7u: { return 24u; }
+    case 12u: { return 144u; }
+    case 13u: { return 176u; }
+    default: { return 210u; }
+  }
+}
+
+// qrow_vec4s is the vec4<u32>s a row of k values takes.
+fn qrow_vec4s(k: u32) -> u32 { return ((k / qvals()) * qbytes() + 15u) / 16u; }
+
+// qrow is the index in w of row n's first word's vec4 (its word j is at + (j / 4) * 8).
+fn qrow(n: u32, k4: u32) -> u32 { return (n / 8u) * k4 * 8u + n % 8u; }
+
+fn qw(base: u32, j: u32) -> u32 { return w[base + (j >> 2u) * 8u][j & 3u]; }
+
+// qu32 is the u32 at even byte offset o of the row.
+fn qu32(base: u32, o: u32) -> u32 {
+  let j = o >> 2u;
+  if ((o & 3u) == 0u) { return qw(base, j); }
+  return (qw(base, j) >> 16u) | (qw(base, j + 1u) << 16u);
+}
+
+// qf16 is the f16 at even byte offset o, as f32.
+fn qf16(base: u32, o: u32) -> f32 { return unpack2x16float(qw(base, o >> 2u) >> ((o & 2u) * 8u)).x; }
+
+fn qbyte(base: u32, o: u32) -> u32 { return (qw(base, o >> 2u) >> ((o & 3u) * 8u)) & 0xffu; }
+
+// bits4 is the 4 bytes of v shifted right by s and masked.
+fn bits4(v: u32, s: u32, mask: u32) -> vec4u {
+  return (vec4u(v) >> (vec4u(0u, 8u, 16u, 24u) + s)) & vec4u(mask);
+}
+
+// scale_min is sub-block j's 6-bit scale and min of a Q4_K/Q5_K block whose 12 scale bytes
+// start at byte o (ggml's get_scale_min_k4).
+fn scale_min(base: u32, o: u32, j: u32) -> vec2f {
+  if (j < 4u) { return vec2f(f32(qbyte(base, o + j) & 63u), f32(qbyte(base, o + j + 4u) & 63u)); }
+  let a = qbyte(base, o + j + 4u);
+  return vec2f(f32((a & 15u) | ((qbyte(base, o + j - 4u) >> 6u) << 4u)),
+               f32((a >> 4u) | ((qbyte(base, o + j) >> 6u) << 4u)));
+}
+
+// deq32 is values 32g .. 32g + 32 of the row whose first word's vec4 is base.
+fn deq32(base: u32, g: u32) -> array<vec4f, 8> {
+  var o: array<vec4f, 8>;
+  switch QTYPE {
+    case 8u: { // Q8_0: d, 32 int8
+      let b = g * 34u;
+      let d = qf16(base, b);
+      for (var i = 0u; i < 8u; i++) {
+        let v = qu32(base, b + 2u + 4u * i);
+        o[i] = vec4f(vec4i(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v)) >> vec4u(24u)) * d;
+      }
+    }
+    case 2u, 3u, 6u, 7u: { // Q4_0, Q4_1, Q5_0, Q5_1: value j in qs[j] low nibbles, 16 + j high
+      let b = g * qbytes();
+      let d = qf16(base, b);
+      var m = 0.0;
+      var off = 0.0;
+      var qh = 0u;
+      var qs = b + 2u;
+      switch QTYPE {
+        case 2u: { off = -8.0; }
+        case 3u: { m = qf16(base, b + 2u); qs = b + 4u; }
+        case 6u: { off = -16.0; qh = qu32(base, b + 2u); qs = b + 6u; }
+        default: { m = qf16(base, b + 2u); qh = qu32(base, b + 4u); qs = b + 8u; }
+      }
+      for (var i = 0u; i < 4u; i++) {
+        let v = qu32(base, qs + 4u * i);
+        let lo = bits4(v, 0u, 15u) | (((vec4u(qh) >> (vec4u(0u, 1u, 2u, 3u) + 4u * i)) & vec4u(1u)) << vec4u(4u));
+        let hi = bits4(v, 4u, 15u) | (((vec4u(qh) >> (vec4u(16u, 17u, 18u, 19u) + 4u * i)) & vec4u(1u)) << vec4u(4u));
+        o[i] = (vec4f(lo) + off) * d + m;
+        o[i + 4u] = (vec4f(hi) + off) * d + m;
+      }
+    }
+    case 12u, 13u: { // Q4_K, Q5_K: sub-block j of 8, pairs sharing 32 bytes of qs
+      let b = (g / 8u) * qbytes();
+      let j = g % 8u;
+      let sm = scale_min(base, b + 4u, j);
+      let d1 = qf16(base, b) * sm.x;
+      let m1 = qf16(base, b + 2u) * sm.y;
+      var qs = b + 16u;
+      if (QTYPE == 13u) { qs = b + 48u; }
+      qs += 32u * (j / 2u);
+      for (var i = 0u; i < 8u; i++) {
+        var q = bits4(qu32(base, qs + 4u * i), 4u * (j % 2u), 15u);
+        if (QTYPE == 13u) { q |= bits4(qu32(base, b + 16u + 4u * i), j, 1u) << vec4u(4u); }
+        o[i] = vec4f(q) * d1 - m1;
+      }
+    }
+    default: { // Q6_K: ql[128], qh[64], scales[16], d; quarter qq of half h of the block
+      let b = (g / 8u) * 210u;
+      let h = (g % 8u) / 4u;
+      let qq = g % 4u;
+      let d = qf16(base, b + 208u);
+      let ql = b + 64u * h + 32u * (qq % 2u);
+      let qh = b + 128u + 32u * h;
+      let so = b + 192u + 8u * h + 2u * qq;
+      let sc0 = d * f32(bitcast<i32>(qbyte(base, so) << 24u) >> 24u);
+      let sc1 = d * f32(bitcast<i32>(qbyte(base, so + 1u) << 24u) >> 24u);
+      for (var i = 0u; i < 8u; i++) {
+        let q = bits4(qu32(base, ql + 4u * i), 4u * (qq / 2u), 15u) | (bits4(qu32(base, qh + 4u * i), 2u * qq, 3u) << vec4u(4u));
+        var sc = sc0;
+        if (i >= 4u) { sc = sc1; }
+        o[i] = (vec4f(q) - 32.0) * sc;
+      }
+    }
+  }
+  return o;
+}
