@@ -98,6 +98,19 @@ func quantLayout(raw []byte, rows, k int, wt wgsl.WeightType) []byte {
 // (embed_q's K4).
 func QuantRowVec4s(k int, wt wgsl.WeightType) int { return quantRowWords(k, wt) / 4 }
 
+// BytesPerRow is the bytes a row of the matrix takes as stored in type wt (a GGUF row for a
+// quantized type; 4 or 2 a value for f32 and f16).
+func (l *Linear) BytesPerRow(wt wgsl.WeightType) int64 {
+	switch {
+	case wt.Quantized():
+		b, _ := quantRowBytes(l.K, wt)
+		return int64(b)
+	case wt == wgsl.F16:
+		return 2 * int64(l.K)
+	}
+	return 4 * int64(l.K)
+}
+
 // Types lists the weight types of the matrix's parts, in row order, one per run of rows.
 func (l *Linear) Types() []wgsl.WeightType {
 	var out []wgsl.WeightType

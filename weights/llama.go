@@ -52,26 +52,26 @@ func LoadLlama(dir string, progress Progress) (*LlamaWeights, error) {
 	return LlamaFrom(cfg, ck, progress)
 }
 
-// LlamaFrom reads the tensors of cfg's architecture from ck (progress may be nil).
-func LlamaFrom(cfg *Config, ck *Checkpoint, progress Progress) (*LlamaWeights, error) {
-	if err := cfg.CheckTensors(ck); err != nil {
+// LlamaFrom reads the tensors of cfg's architecture from src (a checkpoint, or a GGUF file's
+// tensors, quantized ones decoded) into host memory as float32 (progress may be nil).
+func LlamaFrom(cfg *Config, src TensorSource, progress Progress) (*LlamaWeights, error) {
+	if err := cfg.checkSource(src); err != nil {
 		return nil, err
 	}
 	var total, done int64
 	for _, spec := range cfg.ExpectedTensors() { // what is read (a tied copy of the LM head is not)
-		if t, err := ck.Tensor(spec.Name); err == nil {
-			total += int64(len(t.Data))
-		}
+		_, _, b, _ := src.Shape(spec.Name)
+		total += b
 	}
 	var firstErr error
 	get := func(name string) []float32 {
-		t, err := ck.Tensor(name)
+		rows, cols, b, err := src.Shape(name)
 		if err == nil {
-			if done += int64(len(t.Data)); progress != nil {
-				progress(done, total)
-			}
-			var v []float32
-			if v, err = t.Float32(); err == nil {
+			v := make([]float32, rows*cols)
+			if err = src.Rows(name, 0, v); err == nil {
+				if done += b; progress != nil {
+					progress(done, total)
+				}
 				return v
 			}
 			err = fmt.Errorf("tensor %s: %w", name, err)

@@ -37,8 +37,9 @@ fn qw(base: u32, j: u32) -> u32 { return w[base + (j >> 2u) * 8u][j & 3u]; }
 // qu32 is the u32 at even byte offset o of the row.
 fn qu32(base: u32, o: u32) -> u32 {
   let j = o >> 2u;
-  if ((o & 3u) == 0u) { return qw(base, j); }
-  return (qw(base, j) >> 16u) | (qw(base, j + 1u) << 16u);
+  let lo = qw(base, j);
+  let hi = qw(base, j + 1u); // past the row's end only when unused (the buffer's reads are clamped)
+  return select((lo >> 16u) | (hi << 16u), lo, (o & 2u) == 0u);
 }
 
 // qf16 is the f16 at even byte offset o, as f32.

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/weights"
-	"github.com/wspec/wspec/weights/gguf"
 	"github.com/wspec/wspec/weights/hf2gguf"
 	"github.com/wspec/wspec/weights/llama2c"
 )
@@ -17,11 +17,12 @@ func runConvert(args []string) error {
 	from := fs.String("from", "llama2c", "source layout: llama2c (MODEL.bin TOKENIZER.bin) or hf (a Hugging Face folder)")
 	to := fs.String("to", "", "output format: hf (a Hugging Face folder; the default from llama2c) or gguf (from hf)")
 	out := fs.String("out", "", "output folder (hf) or file (gguf); written whole, or left as it was on failure")
-	outType := fs.String("outtype", "f16", "with --to gguf: the matrices' type, f16 or f32 (norms stay f32)")
+	outType := fs.String("outtype", "f16", "with --to gguf: the matrices' type or llama-quantize's mix: "+strings.Join(hf2gguf.FileTypeNames(), ", ")+" (norms stay f32)")
+	quantize := fs.String("quantize", "", "with --to gguf: the same as --outtype (llama-quantize's name for it), e.g. q4_k_m or q8_0")
 	force := fs.Bool("force", false, "replace an --out folder that is not empty (once the new one is complete)")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec convert --from llama2c MODEL.bin TOKENIZER.bin --out DIR [--force]\n"+
-			"       wspec convert --from hf DIR --to gguf --out FILE.gguf [--outtype f16|f32]\n")
+			"       wspec convert --from hf DIR --to gguf --out FILE.gguf [--outtype f16|f32|q8_0|q4_k_m|...]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -29,7 +30,14 @@ func runConvert(args []string) error {
 	}
 	switch {
 	case *from == "hf" && *to == "gguf":
-		return convertToGGUF(fs, *out, *outType)
+		t := *outType
+		if *quantize != "" {
+			if fs.Changed("outtype") && !strings.EqualFold(*outType, *quantize) {
+				return fmt.Errorf("--outtype %s and --quantize %s: give one", *outType, *quantize)
+			}
+			t = *quantize
+		}
+		return convertToGGUF(fs, *out, t)
 	case *from != "llama2c":
 		return fmt.Errorf("--from %q --to %q: want --from llama2c (to hf) or --from hf --to gguf", *from, *to)
 	case *to != "" && *to != "hf":
@@ -56,15 +64,12 @@ func convertToGGUF(fs *pflag.FlagSet, out, outType string) error {
 		fs.Usage()
 		return fmt.Errorf("want one model folder and --out FILE.gguf")
 	}
-	o := hf2gguf.Options{Matrices: gguf.F16}
-	switch outType {
-	case "f16":
-	case "f32":
-		o.Matrices = gguf.F32
-	default:
-		return fmt.Errorf("--outtype %q: want f16 or f32 (quantized types are not written yet)", outType)
+	ft, err := hf2gguf.ParseFileType(outType)
+	if err != nil {
+		return fmt.Errorf("--outtype: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "converting %s -> %s (%s matrices)\n", fs.Arg(0), out, outType)
+	o := hf2gguf.Options{FileType: ft}
+	fmt.Fprintf(os.Stderr, "converting %s -> %s (%s)\n", fs.Arg(0), out, ft.Name)
 	if err := hf2gguf.Convert(fs.Arg(0), out, o); err != nil {
 		return err
 	}

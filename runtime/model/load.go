@@ -40,42 +40,127 @@ type part struct {
 }
 
 // matrix writes the tensors of parts, stacked by rows, as one [sum rows, k] device matrix.
+// Tensors stored block-quantized (a GGUF file's) stay so on the device; the others, and a
+// quantized run of rows the matrix cannot keep (not whole blocks of rows), go in the loader's
+// float type.
 func (l *loader) matrix(label string, k int, parts ...part) (*runtime.Linear, error) {
-	rows := 0
-	for _, p := range parts {
-		rows += p.rows
-	}
-	lin, err := l.d.NewLinear(label, rows, k, l.weightType)
+	groups, err := l.groups(k, parts)
 	if err != nil {
 		return nil, err
 	}
-	if hs, ok := l.src.(weights.HalfSource); ok && l.weightType == wgsl.F16 {
-		err = fill(l, lin, parts, hs.HalfRows, lin.WriteRowsF16) // F16 storage as it is
-	} else {
-		err = fill(l, lin, parts, l.src.Rows, lin.WriteRows)
+	segs := make([]runtime.Segment, len(groups))
+	for i, g := range groups {
+		segs[i] = runtime.Segment{Rows: g.rows(), WT: g.wt}
 	}
+	lin, err := l.d.NewLinearSegments(label, k, segs)
 	if err != nil {
-		lin.Release()
 		return nil, err
+	}
+	row := 0
+	for _, g := range groups {
+		hs, half := l.src.(weights.HalfSource)
+		switch {
+		case g.wt.Quantized():
+			err = fillQuant(l, lin, row, g.parts, g.wt)
+		case half && g.wt == wgsl.F16:
+			err = fill(l, lin, row, g.parts, hs.HalfRows, lin.WriteRowsF16) // F16 storage as it is
+		default:
+			err = fill(l, lin, row, g.parts, l.src.Rows, lin.WriteRows)
+		}
+		if err != nil {
+			lin.Release()
+			return nil, err
+		}
+		row += g.rows()
 	}
 	return lin, nil
 }
 
-// fill writes the rows of parts into lin a chunk of whole blocks at a time, whatever part they
-// come from, reading them with read and writing them with write (as float32 or f16 bits).
-func fill[T float32 | uint16](l *loader, lin *runtime.Linear, parts []part,
+// group is a run of parts of a matrix that go to the device in one weight type.
+type group struct {
+	parts []part
+	wt    wgsl.WeightType
+}
+
+func (g group) rows() (n int) {
+	for _, p := range g.parts {
+		n += p.rows
+	}
+	return n
+}
+
+// groups splits parts into runs of one device type: a quantized tensor's own type when the
+// source keeps it and its rows start on a block of rows, else the loader's float type.
+func (l *loader) groups(k int, parts []part) ([]group, error) {
+	qs, _ := l.src.(weights.QuantSource)
+	var out []group
+	row := 0
+	for i, p := range parts {
+		wt := l.weightType
+		if qs != nil {
+			st, err := qs.StoredType(p.name)
+			if err != nil {
+				return nil, err
+			}
+			last := i == len(parts)-1
+			if q, ok := runtime.QuantType(st); ok && row%runtime.Block == 0 && (last || p.rows%runtime.Block == 0) {
+				wt = q
+			}
+		}
+		if n := len(out); n > 0 && out[n-1].wt == wt {
+			out[n-1].parts = append(out[n-1].parts, p)
+		} else {
+			out = append(out, group{parts: []part{p}, wt: wt})
+		}
+		row += p.rows
+	}
+	return out, nil
+}
+
+// fill writes the rows of parts into lin from row row0 a chunk of whole blocks at a time,
+// whatever part they come from, reading them with read and writing them with write (as
+// float32 or f16 bits).
+func fill[T float32 | uint16](l *loader, lin *runtime.Linear, row0 int, parts []part,
 	read func(name string, row0 int, dst []T) error, write func(row0 int, v []T) error) error {
-	k, rows := lin.K, lin.Rows
+	k := lin.K
 	chunk := max(runtime.Block, chunkBytes/(4*k)/runtime.Block*runtime.Block)
-	buf := make([]T, chunk*k)
-	row, pi, pr := 0, 0, 0 // next matrix row; the part it is in and its row there
+	return chunks(parts, chunk, k, make([]T, chunk*k), read, func(at int, dst []T) error {
+		if err := write(row0+at, dst); err != nil {
+			return err
+		}
+		return l.wrote(int64(len(dst)) * l.srcBytesPer(parts))
+	})
+}
+
+// fillQuant is fill for parts stored in quantized type wt: their blocks copied as they are.
+func fillQuant(l *loader, lin *runtime.Linear, row0 int, parts []part, wt wgsl.WeightType) error {
+	qs := l.src.(weights.QuantSource)
+	rb := int(lin.BytesPerRow(wt))
+	chunk := max(runtime.Block, chunkBytes/rb/runtime.Block*runtime.Block)
+	return chunks(parts, chunk, rb, make([]byte, chunk*rb), qs.RawRows, func(at int, dst []byte) error {
+		if err := lin.WriteRowsQuant(row0+at, wt, dst); err != nil {
+			return err
+		}
+		return l.wrote(int64(len(dst)))
+	})
+}
+
+// chunks reads the rows of parts (width values or bytes each) chunk rows at a time into buf,
+// across the parts' boundaries, and hands each chunk to put with its first row.
+func chunks[T any](parts []part, chunk, width int, buf []T, read func(name string, row0 int, dst []T) error,
+	put func(row int, dst []T) error) error {
+	rows := 0
+	for _, p := range parts {
+		rows += p.rows
+	}
+	row, pi, pr := 0, 0, 0 // next row; the part it is in and its row there
 	for row < rows {
 		n := min(chunk, rows-row)
-		dst := buf[:n*k]
+		dst := buf[:n*width]
 		for filled := 0; filled < n; {
 			p := parts[pi]
 			m := min(n-filled, p.rows-pr)
-			if err := read(p.name, pr, dst[filled*k:(filled+m)*k]); err != nil {
+			if err := read(p.name, pr, dst[filled*width:(filled+m)*width]); err != nil {
 				return fmt.Errorf("tensor %s: %w", p.name, err)
 			}
 			filled, pr = filled+m, pr+m
@@ -83,13 +168,10 @@ func fill[T float32 | uint16](l *loader, lin *runtime.Linear, parts []part,
 				pi, pr = pi+1, 0
 			}
 		}
-		if err := write(row, dst); err != nil {
+		if err := put(row, dst); err != nil {
 			return err
 		}
 		row += n
-		if err := l.wrote(int64(n*k) * l.srcBytesPer(parts)); err != nil {
-			return err
-		}
 	}
 	return nil
 }

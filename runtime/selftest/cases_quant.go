@@ -101,8 +101,10 @@ var quantBlocks = []struct {
 }
 
 // matmulQCases: every type x fusion at decode on N = 33, the verify and prefill blocks plain and
-// as a gathered, normed LM head, and the plain product on more shapes. The quick tier keeps each
-// type's first row length, every fusion at one decode row and every block plain.
+// as a gathered, normed LM head, and the plain product on more shapes. The fusions are the
+// float kernels' code (mat_io.wgsl) and the decoding is the type's, so the quick tier crosses
+// them sparsely (each pipeline costs seconds to compile on a CPU adapter): every type plain at
+// decode, Q8_0 and Q6_K (blocks at 2-byte offsets) on every block, every fusion on Q4_K.
 func matmulQCases() []testCase {
 	var out []testCase
 	for _, wt := range wgsl.QuantizedTypes() {
@@ -119,7 +121,9 @@ func matmulQCases() []testCase {
 								continue
 							}
 							tc := linCase("matmul_q", wt, f, qb.b, 0, m, n, k)
-							if k != ks[0] || !(f.name == "" && n == 7 || bi == 0 && m == 1 && n == 33) {
+							quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 || wt == wgsl.Q6_K) ||
+								wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33)
+							if !quick {
 								tc = fullOnly(tc)
 							}
 							out = append(out, tc)

@@ -187,7 +187,7 @@ func Load(dir string, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e.dtype = wt.String()
-	plan, kvType, err := planMemory(cfg, wt, e.dev, o, model.DefaultMaxSeqs, model.DefaultMaxDraft)
+	plan, kvType, err := planMemory(cfg, wm.Source, wt, e.dev, o, model.DefaultMaxSeqs, model.DefaultMaxDraft)
 	if err != nil {
 		e.release()
 		return nil, err

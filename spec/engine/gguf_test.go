@@ -54,9 +54,9 @@ func TestGGUFModelMatchesFolder(t *testing.T) {
 				return res
 			}
 			want := run(dir)
-			for _, mt := range []gguf.TensorType{gguf.F32, gguf.F16} {
+			for _, mt := range []hf2gguf.FileType{hf2gguf.FileF32, hf2gguf.FileF16} {
 				file := filepath.Join(t.TempDir(), "m.gguf")
-				if err := hf2gguf.Convert(dir, file, hf2gguf.Options{Matrices: mt}); err != nil {
+				if err := hf2gguf.Convert(dir, file, hf2gguf.Options{FileType: mt}); err != nil {
 					t.Fatal(err)
 				}
 				got := run(file)

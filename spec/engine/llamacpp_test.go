@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/weights"
-	"github.com/wspec/wspec/weights/gguf"
 	"github.com/wspec/wspec/weights/hf2gguf"
 	"github.com/wspec/wspec/weights/home"
 	"github.com/wspec/wspec/weights/synth"
@@ -202,7 +201,7 @@ func TestLlamaCppAgrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			file := filepath.Join(t.TempDir(), "m.gguf")
-			if err := hf2gguf.Convert(dir, file, hf2gguf.Options{Matrices: gguf.F32}); err != nil {
+			if err := hf2gguf.Convert(dir, file, hf2gguf.Options{FileType: hf2gguf.FileF32}); err != nil {
 				t.Fatal(err)
 			}
 			ref, got := llamaCpp(t, oracle, file), wspecRun(t, dir)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wspec/wspec/weights/quant"
+
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/weights"
@@ -61,9 +63,9 @@ func (p MemoryPlan) String() string {
 	return s
 }
 
-// planMemory sizes the KV cache of a model of configuration cfg with weights of type wt on d,
-// for the options (validated here: memory flags, max_model_len, KV dtype).
-func planMemory(cfg *weights.Config, wt wgsl.WeightType, d *runtime.Device, o Options, maxSeqs, maxDraft int) (MemoryPlan, wgsl.WeightType, error) {
+// planMemory sizes the KV cache of a model of configuration cfg with weights of type wt (those
+// src keeps quantized in their own) on d, for the options (validated here: memory flags, max_model_len, KV dtype).
+func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightType, d *runtime.Device, o Options, maxSeqs, maxDraft int) (MemoryPlan, wgsl.WeightType, error) {
 	p := MemoryPlan{PageSize: pageSize, ModelMaxLen: cfg.MaxSeq}
 	kvType, err := kvDType(o.KVCacheDType, wt, d)
 	if err != nil {
@@ -73,7 +75,7 @@ func planMemory(cfg *weights.Config, wt wgsl.WeightType, d *runtime.Device, o Op
 	kvWidth := cfg.NKVHeads * cfg.HeadDim
 	perLayer := int64(model.KVBytesPerToken(kvWidth, kvType)) // one layer's K (or V)
 	p.KVBytesPerToken = 2 * int64(cfg.NLayers) * perLayer
-	p.WeightBytes = weightBytes(cfg, wt)
+	p.WeightBytes = weightBytes(cfg, src, wt)
 	p.ActivationBytes = activationBytes(cfg, maxSeqs)
 	p.DeviceMemory, p.DeviceMemoryFrom = deviceMemory(d)
 	want := cfg.MaxSeq
@@ -200,6 +202,11 @@ func weightType(s string, cfg *weights.Config, src weights.TensorSource, d *runt
 		if err != nil {
 			return 0, err
 		}
+		if qs, ok := src.(weights.QuantSource); ok {
+			if st, err := qs.StoredType(sp.Name); err == nil && quant.IsQuantized(st) {
+				continue // stays quantized; what it falls back to may be f16
+			}
+		}
 		if bytes != 2*int64(rows)*int64(cols) { // F32 storage (or anything not 16-bit)
 			return wgsl.F32, nil
 		}
@@ -207,19 +214,29 @@ func weightType(s string, cfg *weights.Config, src weights.TensorSource, d *runt
 	return wgsl.F16, nil
 }
 
-// weightBytes is what a model's weights take on the device.
-func weightBytes(c *weights.Config, wt wgsl.WeightType) int64 {
+// weightBytes is what a model's weights take on the device: matrices in type wt, or as stored
+// when src keeps them quantized (src nil: all in wt), vectors in f32.
+func weightBytes(c *weights.Config, src weights.TensorSource, wt wgsl.WeightType) int64 {
 	elem := int64(4)
 	if wt == wgsl.F16 {
 		elem = 2
 	}
-	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
-	perLayer := int64(c.Dim*(q+2*kv) + q*c.Dim + 3*c.Dim*c.HiddenDim)
-	n := int64(c.NLayers)*perLayer + int64(c.Vocab*c.Dim)
-	if !c.TieEmbed {
-		n += int64(c.Vocab * c.Dim)
+	qs, _ := src.(weights.QuantSource)
+	var n int64
+	for _, sp := range c.ExpectedTensors() {
+		if len(sp.Shape) < 2 {
+			n += 4 * int64(sp.Shape[0])
+			continue
+		}
+		b := elem * int64(sp.Shape[0]) * int64(sp.Shape[1])
+		if qs != nil {
+			if st, err := qs.StoredType(sp.Name); err == nil && quant.IsQuantized(st) {
+				_, _, b, _ = qs.Shape(sp.Name)
+			}
+		}
+		n += b
 	}
-	return n * elem
+	return n
 }
 
 // activationBytes bounds the step's activations and the sampler's buffers (model.Options'

@@ -18,13 +18,14 @@ import (
 
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/quant"
 )
 
 // Options choose the file.
 type Options struct {
-	// Matrices is the type of the 2-D weights: gguf.F32 (default) or gguf.F16. Norms, biases and
-	// rope_freqs are F32, as llama.cpp's converter writes them.
-	Matrices gguf.TensorType
+	// FileType is the matrices' type, or llama-quantize's mix of types (FileQ4_K_M, ...); the
+	// zero value is FileF32. Norms, biases and rope_freqs are F32, as llama.cpp writes them.
+	FileType FileType
 	// NoRopeFreqs leaves out a llama3-scaled model's rope_freqs tensor (a negative control for
 	// comparisons: the file then computes unscaled rope).
 	NoRopeFreqs bool
@@ -37,8 +38,11 @@ type Options struct {
 
 // Convert writes the model folder dir as the GGUF file out (which must not exist).
 func Convert(dir, out string, o Options) error {
-	if o.Matrices != gguf.F32 && o.Matrices != gguf.F16 {
-		return fmt.Errorf("hf2gguf: matrices of type %v (want F32 or F16)", o.Matrices)
+	if o.FileType == (FileType{}) {
+		o.FileType = FileF32
+	}
+	if _, err := ParseFileType(o.FileType.Name); err != nil {
+		return fmt.Errorf("hf2gguf: %w", err)
 	}
 	cfg, err := weights.LoadConfig(dir)
 	if err != nil {
@@ -101,10 +105,7 @@ func checkGemma(c *weights.Config) error {
 
 // modelKVs are the architecture's hyperparameters under "<arch>." keys.
 func modelKVs(c *weights.Config, arch string, o Options) []gguf.KV {
-	fileType := uint32(0) // LLAMA_FTYPE_ALL_F32
-	if o.Matrices == gguf.F16 {
-		fileType = 1 // LLAMA_FTYPE_MOSTLY_F16
-	}
+	fileType := o.FileType.number
 	k := func(s string) string { return arch + "." + s }
 	kvs := []gguf.KV{
 		{Key: "general.architecture", Value: arch},
@@ -165,6 +166,14 @@ func f32Bytes(v []float32) []byte {
 
 // writeRows writes rows of v in type t.
 func writeRows(w io.Writer, v []float32, t gguf.TensorType) error {
+	if quant.IsQuantized(t) {
+		b, err := quant.Quantize(t, v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
 	if t == gguf.F32 {
 		_, err := w.Write(f32Bytes(v))
 		return err

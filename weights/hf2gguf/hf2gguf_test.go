@@ -54,7 +54,7 @@ func TestLlamaFile(t *testing.T) {
 	cfg := weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 16,
 		Vocab: 300, MaxSeq: 4096, RopeTheta: 500000, RMSEps: 1e-5, TieEmbed: true, BOS: 298, EOS: []int{299},
 		RopeScaling: &weights.RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 64}}
-	ck, f := convert(t, cfg, Options{Matrices: gguf.F32})
+	ck, f := convert(t, cfg, Options{FileType: FileF32})
 	for key, want := range map[string]any{
 		"general.architecture": "llama", "llama.block_count": uint32(2), "llama.attention.head_count_kv": uint32(2),
 		"llama.rope.freq_base": float32(500000), "llama.context_length": uint32(4096), "tokenizer.ggml.model": "gpt2",
@@ -92,7 +92,7 @@ func TestLlamaFile(t *testing.T) {
 	if len(freqs) != hd/2 || freqs[0] != 1 || freqs[len(freqs)-1] != 32 {
 		t.Errorf("rope_freqs %v: want 1 for the shortest wavelength, 32 for the longest", freqs)
 	}
-	_, f2 := convert(t, cfg, Options{Matrices: gguf.F16, NoRopeFreqs: true})
+	_, f2 := convert(t, cfg, Options{FileType: FileF16, NoRopeFreqs: true})
 	if _, _, ok := f2.Tensor("rope_freqs.weight"); ok {
 		t.Error("NoRopeFreqs wrote rope_freqs")
 	}
@@ -108,7 +108,7 @@ func TestLlamaFile(t *testing.T) {
 func TestQwen3File(t *testing.T) {
 	cfg := weights.Config{Arch: "qwen3", Dim: 64, HiddenDim: 96, NLayers: 1, NHeads: 2, NKVHeads: 1, HeadDim: 48,
 		Vocab: 300, MaxSeq: 512, RopeTheta: 1e6, RMSEps: 1e-6, QKNorm: true, BOS: -1, EOS: []int{299}}
-	ck, f := convert(t, cfg, Options{Matrices: gguf.F32})
+	ck, f := convert(t, cfg, Options{FileType: FileF32})
 	if a, _ := f.Get("general.architecture"); a != "qwen3" {
 		t.Fatalf("architecture %v", a)
 	}
@@ -133,8 +133,8 @@ func TestQwen3File(t *testing.T) {
 }
 
 func TestConvertRefusals(t *testing.T) {
-	if err := Convert(t.TempDir(), filepath.Join(t.TempDir(), "x.gguf"), Options{Matrices: gguf.Q4_0}); err == nil {
-		t.Error("Q4_0 matrices: no error")
+	if err := Convert(t.TempDir(), filepath.Join(t.TempDir(), "x.gguf"), Options{FileType: FileType{Name: "q3_k"}}); err == nil {
+		t.Error("a file type it does not know: no error")
 	}
 	if err := Convert(t.TempDir(), filepath.Join(t.TempDir(), "x.gguf"), Options{}); err == nil {
 		t.Error("an empty folder: no error")
@@ -148,7 +148,7 @@ func TestGemma3File(t *testing.T) {
 		Vocab: 300, MaxSeq: 512, RopeTheta: 1e6, RMSEps: 1e-6, TieEmbed: true, BOS: 298, EOS: []int{299},
 		QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true, EmbedScale: 8, AttnScale: 1 / math.Sqrt(32),
 		SlidingWindow: 16, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000}
-	ck, f := convert(t, cfg, Options{Matrices: gguf.F32})
+	ck, f := convert(t, cfg, Options{FileType: FileF32})
 	for key, want := range map[string]any{"general.architecture": "gemma3", "gemma3.attention.sliding_window": uint32(16),
 		"gemma3.rope.freq_base_swa": float32(10000), "gemma3.rope.freq_base": float32(1e6)} {
 		if got, ok := f.Get(key); !ok || got != want {

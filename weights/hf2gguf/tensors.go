@@ -16,14 +16,14 @@ const chunkFloats = 1 << 20
 // checkpoint when its turn comes.
 func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Options) ([]gguf.Tensor, error) {
 	var out []gguf.Tensor
-	add := func(gname, hfName string, heads int, plusOne bool) error {
+	add := func(gname, hfName string, heads int, plusOne bool, role tensorRole, layer int) error {
 		rows, cols, _, err := ck.Shape(hfName)
 		if err != nil {
 			return err
 		}
 		t := gguf.Tensor{Name: gname, Dims: []uint64{uint64(cols)}, Type: gguf.F32}
 		if rows > 1 {
-			t.Dims, t.Type = []uint64{uint64(cols), uint64(rows)}, o.Matrices
+			t.Dims, t.Type = []uint64{uint64(cols), uint64(rows)}, o.FileType.matrixType(role, layer, c.NLayers, cols)
 		}
 		switch permute := heads > 0 && arch == "llama" && !o.NoPermute; {
 		case permute && rows > 1:
@@ -39,11 +39,24 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 	type step struct {
 		gname, hf string
 		heads     int // q and k: the heads whose rows llama's rope permutes
+		role      tensorRole
+		layer     int
 	}
-	steps := []step{{"token_embd.weight", weights.EmbedTensorName, 0}}
+	embedRole := roleEmbed
+	if c.TieEmbed {
+		embedRole = roleOutput // llama-quantize gives a tied embedding the output's type
+	}
+	steps := []step{{"token_embd.weight", weights.EmbedTensorName, 0, embedRole, 0}}
 	for i := 0; i < c.NLayers; i++ {
 		l := func(g, s string, heads int) {
-			steps = append(steps, step{fmt.Sprintf("blk.%d.%s", i, g), weights.LayerTensorName(i, s), heads})
+			role := roleOther
+			switch g {
+			case "attn_v.weight":
+				role = roleAttnV
+			case "ffn_down.weight":
+				role = roleFFNDown
+			}
+			steps = append(steps, step{fmt.Sprintf("blk.%d.%s", i, g), weights.LayerTensorName(i, s), heads, role, i})
 		}
 		if c.PostNorms {
 			l("post_attention_norm.weight", weights.PostAttnNormSuffix, 0)
@@ -68,14 +81,14 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 		l("ffn_up.weight", weights.UpSuffix, 0)
 		l("ffn_down.weight", weights.DownSuffix, 0)
 	}
-	steps = append(steps, step{"output_norm.weight", weights.NormTensorName, 0})
+	steps = append(steps, step{"output_norm.weight", weights.NormTensorName, 0, roleOther, 0})
 	if !c.TieEmbed {
-		steps = append(steps, step{"output.weight", weights.LMHeadTensorName, 0})
+		steps = append(steps, step{"output.weight", weights.LMHeadTensorName, 0, roleOutput, 0})
 	}
 	for _, s := range steps {
 		// Gemma's norms multiply by 1 + w; llama.cpp's by the stored value.
 		plusOne := c.NormPlusOne && !o.NoNormShift && strings.HasSuffix(s.hf, "norm.weight")
-		if err := add(s.gname, s.hf, s.heads, plusOne); err != nil {
+		if err := add(s.gname, s.hf, s.heads, plusOne, s.role, s.layer); err != nil {
 			return nil, err
 		}
 	}

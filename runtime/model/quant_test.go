@@ -1,0 +1,84 @@
+package model
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/hf2gguf"
+	"github.com/wspec/wspec/weights/synth"
+	"github.com/wspec/wspec/wgsl"
+)
+
+// TestGGUFQuantizedLogits: a checkpoint converted to GGUF in each quantized file type loads with
+// its matrices kept quantized on the device (read from the file in chunks that cross the fused
+// matrices' parts; a K-quant mix stacks Q4_K q and k over a Q6_K v in one matrix), and the
+// device's logits for a prompt and a decode step match the reference forward of the weights
+// the file decodes to.
+func TestGGUFQuantizedLogits(t *testing.T) {
+	d := testDevice(t)
+	defer func(old int) { chunkBytes = old }(chunkBytes)
+	chunkBytes = 3000
+	cfg := weights.Config{Arch: "llama", Dim: 256, HiddenDim: 512, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 64,
+		Vocab: 300, MaxSeq: 64, RopeTheta: 10000, RMSEps: 1e-5, BOS: 298, EOS: []int{299}}
+	dir := filepath.Join(t.TempDir(), "hf")
+	if err := synth.Write(dir, cfg, synth.Options{DType: weights.F32, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// Three of the file types (each costs its kernels' compilation on a CPU adapter): every
+	// type is compared with llama.cpp in the long tier (spec/engine's oracle test) and each
+	// type's kernels against their reference in the portability suite.
+	for _, ft := range []hf2gguf.FileType{hf2gguf.FileQ8_0, hf2gguf.FileQ5_1, hf2gguf.FileQ4_K_M} {
+		t.Run(ft.Name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "m.gguf")
+			if err := hf2gguf.Convert(dir, file, hf2gguf.Options{FileType: ft}); err != nil {
+				t.Fatal(err)
+			}
+			wm, err := weights.OpenModel(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wm.Close()
+			host, err := weights.LlamaFrom(wm.Config, wm.Source, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Load(d, *wm.Config, wm.Source, Options{Weights: wgsl.F32, PageSize: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Release()
+			for _, lin := range []struct {
+				name  string
+				types []wgsl.WeightType
+			}{{"embed", m.embed.Types()}, {"layer 1 qkv", m.layers[1].qkv.Types()}, {"layer 0 w2", m.layers[0].w2.Types()}} {
+				if len(lin.types) == 0 || !lin.types[0].Quantized() {
+					t.Errorf("%s is %v on the device, want quantized", lin.name, lin.types)
+				}
+			}
+			// llama-quantize's Q4_K_M gives the last layer's v (and the tied embedding) Q6_K.
+			if q := m.layers[1].qkv.Types(); ft == hf2gguf.FileQ4_K_M && !slices.Equal(q, []wgsl.WeightType{wgsl.Q4_K, wgsl.Q6_K}) {
+				t.Errorf("Q4_K_M layer 1 qkv is %v, want [q4_k q6_k]", q)
+			}
+			st := ref.NewLlamaState(host)
+			seq := m.Pool().NewSequence()
+			for _, step := range [][]int{{298, 5, 77, 120, 3, 9, 250, 31, 64, 2}, {42}} {
+				if _, err := m.Forward(seq, step, 0, nil, batch.Sampling{}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := m.Logits(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := st.Forward(step)
+				want = want[(len(step)-1)*cfg.Vocab:]
+				if e, at := maxRelErr(got, want); e > 2e-4 {
+					t.Fatalf("logits off by %.2g (relative to max) at %d: got %v want %v", e, at, got[at], want[at])
+				}
+			}
+		})
+	}
+}
