@@ -50,7 +50,13 @@ func IsGGUF(path string) bool {
 
 // OpenModel opens a Hugging Face folder (config.json, safetensors, tokenizer.json) or a GGUF
 // file.
-func OpenModel(path string) (*Model, error) {
+func OpenModel(path string) (*Model, error) { return openModel(path, true) }
+
+// OpenWeights is OpenModel without a folder's tokenizer (Model.Tokenizer nil): what a draft
+// model, which shares the target's, needs. A GGUF file's tokenizer is read all the same.
+func OpenWeights(path string) (*Model, error) { return openModel(path, false) }
+
+func openModel(path string, withTokenizer bool) (*Model, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && IsGGUF(path) {
 		return openGGUF(path)
 	}
@@ -58,9 +64,11 @@ func OpenModel(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := LoadTokenizer(path)
-	if err != nil {
-		return nil, err
+	var tok *Tokenizer
+	if withTokenizer {
+		if tok, err = LoadTokenizer(path); err != nil {
+			return nil, err
+		}
 	}
 	ck, err := OpenCheckpoint(path)
 	if err != nil {
@@ -108,6 +116,9 @@ func openGGUF(path string) (*Model, error) {
 
 // checkVocab refuses a tokenizer with more tokens than the model's vocabulary.
 func (m *Model) checkVocab(path string) error {
+	if m.Tokenizer == nil {
+		return nil
+	}
 	if n := m.Tokenizer.VocabSize(); n > m.Config.Vocab {
 		m.Close()
 		return fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", path, n, m.Config.Vocab)

@@ -97,6 +97,9 @@ func TargetIDOf(name string, c *Config, ck *Checkpoint) (TargetID, error) {
 // ReadTargetID reads the wspec_target of a drafter folder's config.json: nil (and no
 // error) when the config has none, as third-party drafters do not.
 func ReadTargetID(dir string) (*TargetID, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, nil // a GGUF file (a draft model): it names no target
+	}
 	path := filepath.Join(dir, ConfigFileName)
 	b, err := os.ReadFile(path)
 	if err != nil {

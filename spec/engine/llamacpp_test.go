@@ -112,14 +112,22 @@ func nodeOracle(t *testing.T) string {
 	return dir
 }
 
-// llamaCpp runs the GGUF file through llama.cpp.
+// llamaCpp runs the GGUF file through llama.cpp's CPU backend.
 func llamaCpp(t *testing.T, oracle, file string) []oracleRun {
-	req, _ := json.Marshal(map[string]any{"model": file, "prompts": oraclePrompts, "tokens": oracleTokens, "topK": oracleTopK})
+	return llamaCppOn(t, oracle, file, false)
+}
+
+// llamaCppOn runs the GGUF file through llama.cpp's CPU backend or (vulkan) its Vulkan backend,
+// told to use lavapipe (a CPU-type device it skips by default) and to multiply in f32 (no f16,
+// no integer dot products of quantized activations).
+func llamaCppOn(t *testing.T, oracle, file string, vulkan bool) []oracleRun {
+	req, _ := json.Marshal(map[string]any{"model": file, "prompts": oraclePrompts, "tokens": oracleTokens, "topK": oracleTopK, "vulkan": vulkan})
 	reqFile := filepath.Join(t.TempDir(), "request.json")
 	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("node", filepath.Join(oracle, "llamacpp.mjs"), reqFile)
+	cmd.Env = append(os.Environ(), "GGML_VK_VISIBLE_DEVICES=0", "GGML_VK_DISABLE_INTEGER_DOT_PRODUCT=1", "GGML_VK_DISABLE_F16=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -266,4 +274,62 @@ func tokensOf(r oracleRun) []int {
 		out = append(out, s.Token)
 	}
 	return out
+}
+
+// quantLogprobTol bounds the log-probability differences on quantized files, compared with
+// llama.cpp's Vulkan backend told to multiply in f32: its CPU backend multiplies quantized
+// weights by activations it rounds to 8 bits (Q8_0 or Q8_K blocks), which moves these random
+// models' log-probabilities by as much as quantizing the weights does (0.5-1.2 on Q8_0, where
+// wspec decodes the weights and multiplies in f32). Measured between llama.cpp Vulkan and wspec:
+// 0.006-0.037 over every file type and prompt, and 0.061 once (Q6_K, growing along the 32
+// steps, every greedy token equal); llama.cpp's own CPU and Vulkan backends differ by up to
+// 0.041 on an f32 file (see gemmaLogprobTol). A wrongly decoded block moves them by whole units.
+const quantLogprobTol = 0.08
+
+// TestLlamaCppQuantized: the same comparison on GGUF files wspec quantized (against llama.cpp's
+// Vulkan backend on lavapipe, see quantLogprobTol), every file type on
+// a llama3 shape (hidden 256: every K-quant fits; an FFN of 640, whose down projection falls
+// back to the 32-value types as llama-quantize's rules say) and the common ones on qwen3 and
+// gemma3 shapes (rows of 128: everything falls back).
+func TestLlamaCppQuantized(t *testing.T) {
+	oracle := nodeOracle(t)
+	shapes := oracleShapes()
+	all := []hf2gguf.FileType{hf2gguf.FileQ8_0, hf2gguf.FileQ4_0, hf2gguf.FileQ4_1, hf2gguf.FileQ5_0, hf2gguf.FileQ5_1,
+		hf2gguf.FileQ4_K_S, hf2gguf.FileQ4_K_M, hf2gguf.FileQ5_K_M, hf2gguf.FileQ6_K}
+	common := []hf2gguf.FileType{hf2gguf.FileQ8_0, hf2gguf.FileQ4_K_M}
+	for _, c := range []struct {
+		shape string
+		types []hf2gguf.FileType
+	}{{"llama3-tied", all}, {"qwen3-untied", common}, {"gemma3", common}} {
+		cfg := shapes[c.shape]
+		dir := filepath.Join(t.TempDir(), "hf")
+		if err := synth.Write(dir, cfg, synth.Options{DType: weights.F16, Seed: 11}); err != nil {
+			t.Fatal(err)
+		}
+		for _, ft := range c.types {
+			t.Run(c.shape+"/"+ft.Name, func(t *testing.T) {
+				file := filepath.Join(t.TempDir(), "m.gguf")
+				if err := hf2gguf.Convert(dir, file, hf2gguf.Options{FileType: ft}); err != nil {
+					t.Fatal(err)
+				}
+				ref, got := llamaCppOn(t, oracle, file, true), wspecRun(t, file)
+				compared := 0
+				for i := range ref {
+					steps, worst := agreement(ref[i], got[i])
+					compared += steps
+					t.Logf("%s %s %q: %d of %d greedy tokens equal, largest top-%d log-probability difference %.2g",
+						c.shape, ft.Name, ref[i].Prompt, steps, oracleTokens, oracleTopK, worst)
+					// Parting at a near-tie is allowed (more likely here than in f32: the
+					// differences are a few hundredths), a real divergence (worst infinite) not.
+					if worst > quantLogprobTol {
+						t.Errorf("%q: llama.cpp and wspec part after %d tokens (log-probabilities differ by %.3g)\nllama.cpp %v\nwspec     %v",
+							ref[i].Prompt, steps, worst, tokensOf(ref[i]), tokensOf(got[i]))
+					}
+				}
+				if compared < len(ref)*oracleTokens/2 {
+					t.Errorf("only %d greedy steps compared over %d prompts (near-ties parted the rest)", compared, len(ref))
+				}
+			})
+		}
+	}
 }

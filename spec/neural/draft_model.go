@@ -17,34 +17,37 @@ var ErrVocabMismatch = errors.New("draft model vocabulary differs from the targe
 
 func init() {
 	spec.Register("draft_model", func(cfg spec.Config, target *weights.Config) (spec.Checkpoint, error) {
-		host, err := weights.LoadLlama(cfg.Model, nil)
+		c, err := weights.ModelConfig(cfg.Model) // a Hugging Face folder or a GGUF file
 		if err != nil {
 			return nil, err
 		}
-		if host.Cfg.Vocab != target.Vocab {
-			return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, cfg.Model, host.Cfg.Vocab, target.Vocab)
+		if c.Vocab != target.Vocab {
+			return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, cfg.Model, c.Vocab, target.Vocab)
 		}
-		return draftCheckpoint{dir: cfg.Model, host: host}, nil
+		return draftCheckpoint{path: cfg.Model}, nil
 	})
 }
 
-type draftCheckpoint struct {
-	dir  string
-	host *weights.LlamaWeights
-}
+// draftCheckpoint is a draft model not yet opened: its weights are read when it loads.
+type draftCheckpoint struct{ path string }
 
 func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{} }
 
-// Load puts the draft model on the target's device in the target's weight type, with a page
-// pool holding as many tokens as the target's and every sequence's drafts (it never
-// verifies: one draft row).
+// Load streams the draft model to the target's device (its float matrices in the target's
+// weight type, quantized GGUF ones as they are), with a page pool holding as many tokens as the
+// target's and every sequence's drafts (it never verifies: one draft row).
 func (c draftCheckpoint) Load(target *model.Model) (spec.Method, error) {
+	wm, err := weights.OpenWeights(c.path)
+	if err != nil {
+		return nil, err
+	}
+	defer wm.Close()
 	o := target.Opts
 	ps := o.PageSize
-	m, err := model.New(target.Device(), c.host, model.Options{MaxDraft: 1, Weights: o.Weights, PageSize: ps,
+	m, err := model.Load(target.Device(), *wm.Config, wm.Source, model.Options{MaxDraft: 1, Weights: o.Weights, PageSize: ps,
 		Pages: o.Pages + o.MaxSeqs*((model.MaxChain+ps-1)/ps+1), MaxSeqs: o.MaxSeqs})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.dir, err)
+		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
 	return &DraftModelMethod{m: m, owned: true}, nil
 }

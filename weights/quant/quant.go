@@ -22,6 +22,8 @@ package quant
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/wspec/wspec/weights/gguf"
 )
@@ -92,11 +94,23 @@ func Quantize(t gguf.TensorType, src []float32) ([]byte, error) {
 	if len(src)%vb != 0 {
 		return nil, fmt.Errorf("quant: %d values are not whole blocks of %d for %v", len(src), vb, t)
 	}
-	out := make([]byte, len(src)/vb*bb)
+	n := len(src) / vb
+	out := make([]byte, n*bb)
 	enc := codecs[t].encode
-	for i := 0; i < len(src)/vb; i++ {
-		enc(src[i*vb:(i+1)*vb], out[i*bb:(i+1)*bb])
+	// Blocks are independent: a large run is shared among the CPUs (the K types' searches
+	// take about a microsecond a block).
+	workers := min(runtime.NumCPU(), max(1, n/1024))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				enc(src[i*vb:(i+1)*vb], out[i*bb:(i+1)*bb])
+			}
+		}(n*w/workers, n*(w+1)/workers)
 	}
+	wg.Wait()
 	return out, nil
 }
 

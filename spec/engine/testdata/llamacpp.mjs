@@ -1,6 +1,7 @@
 // llamacpp.mjs: llama.cpp (node-llama-cpp, CPU, f32 KV cache) as an oracle for wspec's tests.
 // Usage: node llamacpp.mjs REQUEST.json, where the request is
-//   {"model": "file.gguf", "prompts": ["..."], "tokens": 32, "topK": 20}
+//   {"model": "file.gguf", "prompts": ["..."], "tokens": 32, "topK": 20, "vulkan": false}
+// With "vulkan", llama.cpp runs on its Vulkan backend instead (all layers offloaded).
 // It prints one JSON object: for each prompt its tokens (BOS added when the model adds it) and,
 // for each of `tokens` greedy steps, the chosen token and the topK log-probabilities
 // [[id, logprob], ...] of the full softmax (temperature 1) it was chosen from.
@@ -8,8 +9,8 @@ import {readFileSync} from "node:fs";
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 const req = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
-const model = await llama.loadModel({modelPath: req.model, gpuLayers: 0});
+const llama = await getLlama({gpu: req.vulkan ? "vulkan" : false, build: "never", logLevel: LlamaLogLevel.error});
+const model = await llama.loadModel({modelPath: req.model, gpuLayers: req.vulkan ? "max" : 0});
 const out = {prompts: []};
 for (const prompt of req.prompts) {
   const context = await model.createContext({
