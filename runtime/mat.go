@@ -33,6 +33,13 @@ func (d *Device) UseSubgroups() bool {
 	return d.HasSubgroups && !d.ForceNoSubgroups && s >= 4 && s <= matWG && s&(s-1) == 0
 }
 
+// UseQuantSubgroups reports whether the quantized mat-vec runs its subgroup kernel
+// (matmul_q_sg): subgroups as UseSubgroups, of at least 8 lanes (a group of 32 values is 8
+// lanes' vec4s).
+func (d *Device) UseQuantSubgroups() bool {
+	return d.UseSubgroups() && d.Adapter.Info.SubgroupMin >= 8
+}
+
 // matShape is the workgroup size and the columns per invocation for a matrix of n rows:
 // 4 columns per invocation (each input value fetched once serves 4 weights), in workgroups
 // as large as keep at least 8 of them (two CPU threads stay busy and balanced; a GPU gets
@@ -56,7 +63,7 @@ func (d *Device) matShape(n int) (wg, cols int) {
 }
 
 // AddMat records y = W xin (with fusions) for the step's rows into program p: one dispatch per
-// part of W (matmul_q for a quantized part), each invocation computing a block of rows x a few columns. rows (1..MaxBlockRows)
+// part of W (matmul_q_sg or matmul_q for a quantized part), each invocation computing a block of rows x a few columns. rows (1..MaxBlockRows)
 // is the block's height: 1 for decoding, the verified rows for a verify step, more for a
 // prefill, whose rows then go in several blocks (grid.y).
 func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride int, f MatFusion, rows int, dummy *webgpu.Buffer) error {
@@ -76,6 +83,8 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		kernel := "matmul_wg"
 		wg, cols := p.d.matShape(part.rows)
 		switch {
+		case part.wt.Quantized() && p.d.UseQuantSubgroups():
+			kernel = "matmul_q_sg"
 		case part.wt.Quantized():
 			kernel, wg = "matmul_q", matWG // it stages WG vec4s (whole groups of 32 values)
 		case p.d.UseSubgroups():

@@ -77,7 +77,7 @@ func TestUniformMirrors(t *testing.T) {
 		{"embed", "Params", EmbedParams{}, nil},
 		{"embed_q", "Params", EmbedParams{}, nil},
 		{"rmsnorm", "Params", RMSNormParams{}, nil},
-		{"mat_io", "Params", MatParams{}, []string{"matmul", "matmul_wg", "matmul_q"}},
+		{"mat_io", "Params", MatParams{}, []string{"matmul", "matmul_wg", "matmul_q", "matmul_q_sg"}},
 		{"rope_kv", "Params", RopeParams{}, nil},
 		{"qk_norm", "Params", QKNormParams{}, nil},
 		{"attention", "Params", AttnParams{}, nil},

@@ -3,8 +3,10 @@
 // verification (a few) and prefill (many) alike, with or without subgroups. Each invocation
 // computes a block of ROWS rows x COLS columns (columns a workgroup apart, so the 8 rows of a
 // weight block are read together); the input is staged WG vec4s (256 values) at a time in
-// workgroup memory, as in matmul_wg.wgsl, and each decoded group of 32 weights serves the
-// block's ROWS rows. k is a multiple of the type's block (32 or 256 values).
+// workgroup memory, as in matmul_wg.wgsl, and each group of 32 weights, decoded to integers
+// (quant.wgsl's qgroup), serves the block's ROWS rows: the dot product with the integers, then
+// each half's scale and offset once (w = a q + b: a (q . x) + b sum(x)). k is a multiple of
+// the type's block (32 or 256 values).
 //!include mat_io.wgsl
 //!include quant.wgsl
 
@@ -41,13 +43,25 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let gend = min(WG, k4 - q0) / 8u; // groups of 32 values (8 vec4s) in the chunk
     for (var gi = 0u; gi < gend; gi++) {
       let g = q0 / 8u + gi;
+      // Each half's sum of x, for the affine part of the weights (once for all columns).
+      var xsum: array<vec2f, MAXR>;
+      for (var r = 0u; r < ROWS; r++) {
+        let xb = r * WG + gi * 8u;
+        let lo = xs[xb] + xs[xb + 1u] + xs[xb + 2u] + xs[xb + 3u];
+        let hi = xs[xb + 4u] + xs[xb + 5u] + xs[xb + 6u] + xs[xb + 7u];
+        xsum[r] = vec2f(dot(lo, vec4f(1.0)), dot(hi, vec4f(1.0)));
+      }
       for (var c = 0u; c < COLS; c++) {
-        let wv = deq32(base[c], g);
+        let qg = qgroup(base[c], g);
         for (var r = 0u; r < ROWS; r++) {
           let xb = r * WG + gi * 8u;
-          var s = 0.0;
-          for (var i = 0u; i < 8u; i++) { s += dot(wv[i], xs[xb + i]); }
-          acc[r][c] += s;
+          var s0 = 0.0;
+          var s1 = 0.0;
+          for (var i = 0u; i < 4u; i++) {
+            s0 += dot(qg.q[i], xs[xb + i]);
+            s1 += dot(qg.q[i + 4u], xs[xb + i + 4u]);
+          }
+          acc[r][c] += qg.ab.x * s0 + qg.ab.y * s1 + qg.ab.z * xsum[r].x + qg.ab.w * xsum[r].y;
         }
       }
     }

@@ -35,11 +35,11 @@ fn qrow(n: u32, k4: u32) -> u32 { return (n / 8u) * k4 * 8u + n % 8u; }
 fn qw(base: u32, j: u32) -> u32 { return w[base + (j >> 2u) * 8u][j & 3u]; }
 
 // qu32 is the u32 at even byte offset o of the row.
+// (o is the same for every column of a group: the branch is uniform.)
 fn qu32(base: u32, o: u32) -> u32 {
   let j = o >> 2u;
-  let lo = qw(base, j);
-  let hi = qw(base, j + 1u); // past the row's end only when unused (the buffer's reads are clamped)
-  return select((lo >> 16u) | (hi << 16u), lo, (o & 2u) == 0u);
+  if ((o & 2u) == 0u) { return qw(base, j); }
+  return (qw(base, j) >> 16u) | (qw(base, j + 1u) << 16u);
 }
 
 // qf16 is the f16 at even byte offset o, as f32.
@@ -61,38 +61,42 @@ fn scale_min(base: u32, o: u32, j: u32) -> vec2f {
                f32((a >> 4u) | ((qbyte(base, o + j) >> 6u) << 4u)));
 }
 
-// deq32 is values 32g .. 32g + 32 of the row whose first word's vec4 is base.
-fn deq32(base: u32, g: u32) -> array<vec4f, 8> {
-  var o: array<vec4f, 8>;
+// QGroup is a group of 32 values as integers q and the affine map of each half (16 values):
+// value i = q[i / 4][i % 4] * a[h] + b[h], h = i / 16, ab = (a0, a1, b0, b1). A kernel takes
+// the dot product with the integers and applies the map once per half.
+struct QGroup { q: array<vec4f, 8>, ab: vec4f }
+
+// qgroup is values 32g .. 32g + 32 of the row whose first word's vec4 is base.
+fn qgroup(base: u32, g: u32) -> QGroup {
+  var o: QGroup;
   switch QTYPE {
     case 8u: { // Q8_0: d, 32 int8
       let b = g * 34u;
       let d = qf16(base, b);
       for (var i = 0u; i < 8u; i++) {
         let v = qu32(base, b + 2u + 4u * i);
-        o[i] = vec4f(vec4i(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v)) >> vec4u(24u)) * d;
+        o.q[i] = vec4f(vec4i(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v)) >> vec4u(24u));
       }
+      o.ab = vec4f(d, d, 0.0, 0.0);
     }
     case 2u, 3u, 6u, 7u: { // Q4_0, Q4_1, Q5_0, Q5_1: value j in qs[j] low nibbles, 16 + j high
       let b = g * qbytes();
       let d = qf16(base, b);
       var m = 0.0;
-      var off = 0.0;
       var qh = 0u;
       var qs = b + 2u;
       switch QTYPE {
-        case 2u: { off = -8.0; }
+        case 2u: { m = -8.0 * d; }
         case 3u: { m = qf16(base, b + 2u); qs = b + 4u; }
-        case 6u: { off = -16.0; qh = qu32(base, b + 2u); qs = b + 6u; }
+        case 6u: { m = -16.0 * d; qh = qu32(base, b + 2u); qs = b + 6u; }
         default: { m = qf16(base, b + 2u); qh = qu32(base, b + 4u); qs = b + 8u; }
       }
       for (var i = 0u; i < 4u; i++) {
         let v = qu32(base, qs + 4u * i);
-        let lo = bits4(v, 0u, 15u) | (((vec4u(qh) >> (vec4u(0u, 1u, 2u, 3u) + 4u * i)) & vec4u(1u)) << vec4u(4u));
-        let hi = bits4(v, 4u, 15u) | (((vec4u(qh) >> (vec4u(16u, 17u, 18u, 19u) + 4u * i)) & vec4u(1u)) << vec4u(4u));
-        o[i] = (vec4f(lo) + off) * d + m;
-        o[i + 4u] = (vec4f(hi) + off) * d + m;
+        o.q[i] = vec4f(bits4(v, 0u, 15u) | (((vec4u(qh) >> (vec4u(0u, 1u, 2u, 3u) + 4u * i)) & vec4u(1u)) << vec4u(4u)));
+        o.q[i + 4u] = vec4f(bits4(v, 4u, 15u) | (((vec4u(qh) >> (vec4u(16u, 17u, 18u, 19u) + 4u * i)) & vec4u(1u)) << vec4u(4u)));
       }
+      o.ab = vec4f(d, d, m, m);
     }
     case 12u, 13u: { // Q4_K, Q5_K: sub-block j of 8, pairs sharing 32 bytes of qs
       let b = (g / 8u) * qbytes();
@@ -106,8 +110,9 @@ fn deq32(base: u32, g: u32) -> array<vec4f, 8> {
       for (var i = 0u; i < 8u; i++) {
         var q = bits4(qu32(base, qs + 4u * i), 4u * (j % 2u), 15u);
         if (QTYPE == 13u) { q |= bits4(qu32(base, b + 16u + 4u * i), j, 1u) << vec4u(4u); }
-        o[i] = vec4f(q) * d1 - m1;
+        o.q[i] = vec4f(q);
       }
+      o.ab = vec4f(d1, d1, -m1, -m1);
     }
     default: { // Q6_K: ql[128], qh[64], scales[16], d; quarter qq of half h of the block
       let b = (g / 8u) * 210u;
@@ -120,12 +125,20 @@ fn deq32(base: u32, g: u32) -> array<vec4f, 8> {
       let sc0 = d * f32(bitcast<i32>(qbyte(base, so) << 24u) >> 24u);
       let sc1 = d * f32(bitcast<i32>(qbyte(base, so + 1u) << 24u) >> 24u);
       for (var i = 0u; i < 8u; i++) {
-        let q = bits4(qu32(base, ql + 4u * i), 4u * (qq / 2u), 15u) | (bits4(qu32(base, qh + 4u * i), 2u * qq, 3u) << vec4u(4u));
-        var sc = sc0;
-        if (i >= 4u) { sc = sc1; }
-        o[i] = (vec4f(q) - 32.0) * sc;
+        o.q[i] = vec4f(bits4(qu32(base, ql + 4u * i), 4u * (qq / 2u), 15u) | (bits4(qu32(base, qh + 4u * i), 2u * qq, 3u) << vec4u(4u)));
       }
+      o.ab = vec4f(sc0, sc1, -32.0 * sc0, -32.0 * sc1);
     }
+  }
+  return o;
+}
+
+// deq32 is values 32g .. 32g + 32 of the row, decoded.
+fn deq32(base: u32, g: u32) -> array<vec4f, 8> {
+  let qg = qgroup(base, g);
+  var o: array<vec4f, 8>;
+  for (var i = 0u; i < 8u; i++) {
+    if (i < 4u) { o[i] = qg.q[i] * qg.ab.x + qg.ab.z; } else { o[i] = qg.q[i] * qg.ab.y + qg.ab.w; }
   }
   return o;
 }

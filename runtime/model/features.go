@@ -2,10 +2,12 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/webgpu"
+	"github.com/wspec/wspec/wgsl"
 )
 
 // Feature slots are the named outputs drafters read (batch.Slot): a step copies the feature
@@ -111,6 +113,27 @@ func (m *Model) Device() *runtime.Device { return m.d }
 
 // FinalNorm is the final RMSNorm weight [dim] (f32).
 func (m *Model) FinalNorm() *webgpu.Buffer { return m.norm }
+
+// WeightTypes lists the weight types the model's matrices hold on the device (its float type,
+// and the quantized types a GGUF file's matrices kept), in the order first met.
+func (m *Model) WeightTypes() []wgsl.WeightType {
+	var out []wgsl.WeightType
+	add := func(l *runtime.Linear) {
+		for _, t := range l.Types() {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	add(m.embed)
+	add(m.lmHead)
+	for _, l := range m.layers {
+		for _, lin := range []*runtime.Linear{l.qkv, l.wo, l.w13, l.w2} {
+			add(lin)
+		}
+	}
+	return out
+}
 
 // Embedding is the token embedding [vocab, dim].
 func (m *Model) Embedding() *runtime.Linear { return m.embed }

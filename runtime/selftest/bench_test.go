@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/quant"
+
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
@@ -102,7 +105,7 @@ func matProgram(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k, ro
 	for i := range v {
 		v[i] = float32((2*rng.Float64() - 1) * 0.02)
 	}
-	w, err := d.UploadLinear("bench w", v, n, k, wt)
+	w, err := uploadBench(d, v, n, k, wt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,14 +121,34 @@ func matProgram(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k, ro
 	return p, []*webgpu.Buffer{x, y, dummy}
 }
 
+// uploadBench puts v ([n, k]) on the device as type wt, quantized first for a quantized type.
+func uploadBench(d *runtime.Device, v []float32, n, k int, wt wgsl.WeightType) (*runtime.Linear, error) {
+	if !wt.Quantized() {
+		return d.UploadLinear("bench w", v, n, k, wt)
+	}
+	raw, err := quant.Quantize(gguf.TensorType(wt.GGML()), v)
+	if err != nil {
+		return nil, err
+	}
+	w, err := d.NewLinear("bench w", n, k, wt)
+	if err == nil {
+		err = w.WriteRowsQuant(0, wt, raw)
+	}
+	return w, err
+}
+
 // BenchmarkMatvec4096 is the decode shape: one row times a 4096 x 4096 weight, 8 dispatches
 // per submit so that the submit's own cost is shared; GB/s counts weight bytes read. "wg" is
-// the kernel without subgroups.
+// the kernel without subgroups; the quantized types have one kernel (matmul_q).
 func BenchmarkMatvec4096(b *testing.B) {
 	const n, perSubmit = 4096, 8
 	d := testDevice(b)
 	for _, sg := range []bool{true, false} {
-		for _, wt := range weightTypes {
+		types := weightTypes
+		if sg {
+			types = append(types, wgsl.Q8_0, wgsl.Q4_0, wgsl.Q4_K, wgsl.Q5_K, wgsl.Q6_K)
+		}
+		for _, wt := range types {
 			name := wt.String()
 			if !sg {
 				name += "/wg"
@@ -137,8 +160,12 @@ func BenchmarkMatvec4096(b *testing.B) {
 				defer release(bufs)
 				per := runTimed(b, d, p, runtime.StepBlock{M: 1}) / perSubmit
 				bytes := float64(n * n * 4)
-				if wt == wgsl.F16 {
+				switch {
+				case wt == wgsl.F16:
 					bytes /= 2
+				case wt.Quantized():
+					rb, _ := gguf.TensorType(wt.GGML()).RowBytes(n)
+					bytes = float64(n) * float64(rb)
 				}
 				b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
 				b.ReportMetric(per.Seconds()*1e3, "ms/matvec")

@@ -313,6 +313,10 @@ func linCase(kernel string, wt wgsl.WeightType, f fusion, b blockShape, sgMax ui
 			c.skip("the adapter has no subgroups (matmul_wg covers it)")
 			return
 		}
+		if kernel == "matmul_q_sg" && !c.d.UseQuantSubgroups() {
+			c.skip("the adapter has no subgroups of 8 lanes or more (matmul_q covers it)")
+			return
+		}
 		if sgMax > 0 && c.d.Adapter.Info.SubgroupMax > sgMax {
 			c.skip(fmt.Sprintf("workgroups of %d need subgroups of at most %d", b.wg, sgMax))
 			return

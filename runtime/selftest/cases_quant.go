@@ -89,44 +89,53 @@ var quantFusions = []fusion{
 }
 
 // The matmul_q blocks: one row (decode), a verify block, a prefill block, and a workgroup of
-// 32 (chunks of 128 values, so a 256-value block spans two).
+// 32 (chunks of 128 values, so a 256-value block spans two). matmul_q_sg runs matmul's blocks
+// (one-subgroup workgroups among them).
 var quantBlocks = []struct {
-	b  blockShape
-	ms []int
+	b     blockShape
+	ms    []int
+	sgMin uint32
 }{
-	{blockShape{1, 4, 64}, []int{1, 3}},
-	{blockShape{5, 2, 64}, []int{9}},
-	{blockShape{16, 1, 64}, []int{17}},
-	{blockShape{3, 4, 32}, []int{3}},
+	{blockShape{1, 4, 64}, []int{1, 3}, 0},
+	{blockShape{5, 2, 64}, []int{9}, 0},
+	{blockShape{16, 1, 64}, []int{17}, 0},
+	{blockShape{3, 4, 32}, []int{3}, 32},
 }
 
 // matmulQCases: every type x fusion at decode on N = 33, the verify and prefill blocks plain and
-// as a gathered, normed LM head, and the plain product on more shapes. The fusions are the
-// float kernels' code (mat_io.wgsl) and the decoding is the type's, so the quick tier crosses
-// them sparsely (each pipeline costs seconds to compile on a CPU adapter): every type plain at
-// decode, Q8_0 and Q6_K (blocks at 2-byte offsets) on every block, every fusion on Q4_K.
+// as a gathered, normed LM head, and the plain product on more shapes, for both quantized
+// kernels. The fusions are the float kernels' code (mat_io.wgsl) and the decoding is the
+// type's, so the quick tier crosses them sparsely (each pipeline costs seconds to compile on a
+// CPU adapter): every type plain at decode, Q8_0 and Q6_K (blocks at 2-byte offsets) on every
+// block, every fusion on Q4_K.
 func matmulQCases() []testCase {
 	var out []testCase
-	for _, wt := range wgsl.QuantizedTypes() {
-		ks := quantKs(wt)
-		for _, k := range ks {
-			for _, n := range []int{1, 7, 33, modelHidden} {
-				for _, f := range quantFusions {
-					for bi, qb := range quantBlocks {
-						for _, m := range qb.ms {
-							switch {
-							case f.name != "" && n != 33, // fusions on one shape
-								bi > 0 && f.name != "" && f.name != "NORM+GATHER", // other blocks: plain, LM head
-								n == modelHidden && k > 1024:
-								continue
+	for _, kernel := range []string{"matmul_q", "matmul_q_sg"} {
+		blocks := quantBlocks
+		if kernel == "matmul_q_sg" {
+			blocks = matBlocks
+		}
+		for _, wt := range wgsl.QuantizedTypes() {
+			ks := quantKs(wt)
+			for _, k := range ks {
+				for _, n := range []int{1, 7, 33, modelHidden} {
+					for _, f := range quantFusions {
+						for bi, qb := range blocks {
+							for _, m := range qb.ms {
+								switch {
+								case f.name != "" && n != 33, // fusions on one shape
+									bi > 0 && f.name != "" && f.name != "NORM+GATHER", // other blocks: plain, LM head
+									n == modelHidden && k > 1024:
+									continue
+								}
+								tc := linCase(kernel, wt, f, qb.b, qb.sgMin, m, n, k)
+								quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 || wt == wgsl.Q6_K) ||
+									wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33)
+								if !quick {
+									tc = fullOnly(tc)
+								}
+								out = append(out, tc)
 							}
-							tc := linCase("matmul_q", wt, f, qb.b, 0, m, n, k)
-							quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 || wt == wgsl.Q6_K) ||
-								wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33)
-							if !quick {
-								tc = fullOnly(tc)
-							}
-							out = append(out, tc)
 						}
 					}
 				}

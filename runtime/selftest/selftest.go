@@ -69,7 +69,7 @@ type tol struct{ atol, rtol float64 }
 //	qk_norm    1e-4      1e-3   -         -      as rmsnorm, per head (its weights are f32 always)
 //	attention  2e-4      1e-3   2e-4      1e-3   f32 online softmax, exp (3 + 2|x| ulp) (and _wg); f16: a cache of f16 values, read exactly
 //	copy_rows  0         0      -         -      a copy
-//	matmul_q   1e-4      1e-3   (every quantized type)  as matmul, on the decoded weights
+//	matmul_q   1e-4      1e-3   (every quantized type)  as matmul, on the decoded weights (and _sg)
 //	embed_q    1e-6      1e-6   (every quantized type)  decoding: d q + m may be fused (1 ulp)
 //	argmax_rows, sample: exact tokens; stochastic cases: >= 99% (plain) / 98% (rejection) of 50 seeds
 var tolerances = map[string][2]tol{
@@ -83,6 +83,7 @@ var tolerances = map[string][2]tol{
 	"attention_wg": {{2e-4, 1e-3}, {2e-4, 1e-3}},
 	"copy_rows":    {{0, 0}, {0, 0}},
 	"matmul_q":     {{1e-4, 1e-3}, {1e-4, 1e-3}},
+	"matmul_q_sg":  {{1e-4, 1e-3}, {1e-4, 1e-3}},
 	"embed_q":      {{1e-6, 1e-6}, {1e-6, 1e-6}},
 }
 

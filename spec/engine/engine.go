@@ -204,6 +204,13 @@ func Load(dir string, o Options) (*Engine, error) {
 		e.release()
 		return nil, err
 	}
+	if types := e.target.WeightTypes(); len(types) > 1 || types[0] != wt {
+		var names []string
+		for _, t := range types {
+			names = append(names, t.String())
+		}
+		e.dtype = strings.Join(names, "+") // a quantized file's types, e.g. q4_k+q6_k
+	}
 	if !o.NoPrefixCaching {
 		e.target.Pool().EnablePrefixCaching()
 	}
