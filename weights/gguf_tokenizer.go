@@ -36,8 +36,12 @@ const (
 // pre-tokenizer its name stands for, BOS and EOS and whether BOS is added.
 func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {
 	m := &ggufMeta{f: f}
-	if model := m.str("tokenizer.ggml.model"); model != "gpt2" {
-		return nil, fmt.Errorf("%w: GGUF tokenizer %q (byte-level BPE, \"gpt2\", is read; SentencePiece is not yet)", ErrUnsupported, model)
+	switch model := m.str("tokenizer.ggml.model"); model {
+	case "gpt2":
+	case "llama":
+		return ggufSPM(f, m)
+	default:
+		return nil, fmt.Errorf("%w: GGUF tokenizer %q (byte-level BPE, \"gpt2\", and SentencePiece, \"llama\", are read)", ErrUnsupported, model)
 	}
 	pre := m.str("tokenizer.ggml.pre")
 	preTok, ok := ggufPreTokenizers[pre]
@@ -75,6 +79,12 @@ func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {
 		"decoder": map[string]any{"type": "ByteLevel"},
 		"model":   map[string]any{"type": "BPE", "vocab": vocab, "merges": merges, "ignore_merges": pre == "llama-bpe"},
 	}
+	return ggufParse(f, m, doc, tokens, types)
+}
+
+// ggufParse builds the tokenizer from the tokenizer.json document doc and the file's BOS, EOS
+// and add_bos_token.
+func ggufParse(f *gguf.File, m *ggufMeta, doc map[string]any, tokens []string, types []int32) (*Tokenizer, error) {
 	cfg := map[string]any{}
 	name := func(key string) any {
 		if _, ok := f.Get(key); !ok {

@@ -327,6 +327,9 @@ func (t *Tokenizer) TokenID(piece string) (int, bool) {
 	return -1, false
 }
 
+// DummyPrefix reports whether a SentencePiece tokenizer prepends "▁" to the text.
+func (t *Tokenizer) DummyPrefix() bool { return t.dummyPrefix }
+
 // Kind is the BPE flavour.
 func (t *Tokenizer) Kind() TokenizerKind { return t.kind }
 

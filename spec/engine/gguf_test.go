@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -117,8 +119,18 @@ func TestGGUFModelRefusals(t *testing.T) {
 	if err := gguf.WriteFile(quant, f.KV, tensors); err != nil {
 		t.Fatal(err)
 	}
+	// Then with that matrix's type made Q2_K (ggml type 10), which wspec does not read.
+	q, err := os.ReadFile(quant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(q, []byte("blk.0.ffn_up.weight")) + len("blk.0.ffn_up.weight") + 4 + 16 // name, n_dims, 2 dims
+	if binary.LittleEndian.Uint32(q[at:]) != uint32(gguf.Q8_0) {
+		t.Fatalf("the tensor info is not where this test expects it")
+	}
+	binary.LittleEndian.PutUint32(q[at:], 10)
 	cases := map[string]error{
-		quant: weights.ErrUnsupported,
+		write("q2k.gguf", q): gguf.ErrUnknownType,
 		write("junk.gguf", []byte("not a gguf file at all")): gguf.ErrMalformed,
 		write("truncated.gguf", b[:len(b)/2]):                gguf.ErrMalformed,
 		write("arch.gguf", replaceOnce(b, "llama", "llamb")): weights.ErrUnknownArch,
@@ -237,4 +249,33 @@ func gpt2Bytes() []rune {
 		}
 	}
 	return out
+}
+
+// The default model (a SentencePiece tokenizer, as Llama 2, Mistral and TinyLlama have) written
+// as a GGUF file loads with the same tokenizer and model: the same prompt tokens for text with
+// leading spaces, newlines, digits, non-ASCII and byte-fallback characters, and the same
+// greedy tokens.
+func TestGGUFSentencePieceMatchesFolder(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "stories15M.gguf")
+	if err := hf2gguf.Convert(storiesDir, file, hf2gguf.Options{FileType: hf2gguf.FileF32}); err != nil {
+		t.Fatal(err)
+	}
+	folder, gg := stories(t, nil), func() *Engine {
+		e, err := Load(file, Options{Device: testDevice(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}()
+	for _, p := range []string{"Once upon a time", "  two spaces,\nnew line\tand tab", "Lily had 123 apples: é, ü, 日本, 🙂!", ""} {
+		a, b := folder.Tokenizer().Encode(p, true), gg.Tokenizer().Encode(p, true)
+		if !slices.Equal(a, b) {
+			t.Errorf("%q: the GGUF tokenizer gives %v, the folder's %v", p, b, a)
+		}
+	}
+	o := GenerateOptions{MaxTokens: 16, IgnoreEOS: true}
+	if a, b := generate(t, folder, "Once upon a time", o), generate(t, gg, "Once upon a time", o); !slices.Equal(a.Tokens, b.Tokens) || a.Text != b.Text {
+		t.Errorf("GGUF: %v %q; folder: %v %q", b.Tokens, b.Text, a.Tokens, a.Text)
+	}
 }

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/gguf"
 	"github.com/wspec/wspec/weights/hf2gguf"
 	"github.com/wspec/wspec/weights/home"
 	"github.com/wspec/wspec/weights/synth"
@@ -330,6 +332,122 @@ func TestLlamaCppQuantized(t *testing.T) {
 					t.Errorf("only %d greedy steps compared over %d prompts (near-ties parted the rest)", compared, len(ref))
 				}
 			})
+		}
+	}
+}
+
+// llamaQuantizer builds testdata/lq.c (llama.cpp's llama_model_quantize, what llama-quantize
+// runs) against node-llama-cpp's prebuilt libllama, with the headers of the llama.cpp release
+// it ships as a git bundle, once into the oracle folder.
+func llamaQuantizer(t *testing.T, oracle string) string {
+	lq := filepath.Join(oracle, "lq")
+	if _, err := os.Stat(lq); err == nil {
+		return lq
+	}
+	nlc := filepath.Join(oracle, "node_modules", "node-llama-cpp", "llama")
+	src := filepath.Join(oracle, "llama.cpp")
+	if _, err := os.Stat(filepath.Join(src, "include", "llama.h")); err != nil {
+		if out, err := exec.Command("git", "clone", "-q", filepath.Join(nlc, "gitRelease.bundle"), src).CombinedOutput(); err != nil {
+			t.Fatalf("cloning llama.cpp's sources from node-llama-cpp's bundle: %v: %s", err, out)
+		}
+	}
+	libs, _ := filepath.Glob(filepath.Join(oracle, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64", "libllama.*so"))
+	if len(libs) != 1 {
+		t.Fatalf("node-llama-cpp's libllama: found %v", libs)
+	}
+	bins := filepath.Dir(libs[0])
+	ggml, _ := filepath.Glob(filepath.Join(bins, "libggml.*so"))
+	args := []string{"-O1", "-I", filepath.Join(src, "include"), "-I", filepath.Join(src, "ggml", "include"), "testdata/lq.c", "-o", lq,
+		"-L", bins, "-l:" + filepath.Base(libs[0]), "-Wl,-rpath," + bins}
+	for _, g := range append(ggml, filepath.Join(bins, "libggml-base.so")) {
+		args = append(args, "-l:"+filepath.Base(g))
+	}
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("building lq: %v: %s", err, out)
+	}
+	return lq
+}
+
+// TestLlamaCppQuantizerAgrees: llama.cpp's own quantizer, run on the F16 GGUF of a checkpoint,
+// writes every tensor with the type and the bytes wspec's converter writes from the checkpoint,
+// for every file type (on the 1B shape, Q4_K_M: all 147 tensors byte for byte, checked by hand).
+func TestLlamaCppQuantizerAgrees(t *testing.T) {
+	oracle := nodeOracle(t)
+	lq := llamaQuantizer(t, oracle)
+	for _, shape := range []string{"llama3-tied", "qwen3-untied"} {
+		cfg := oracleShapes()[shape]
+		dir := filepath.Join(t.TempDir(), "hf")
+		if err := synth.Write(dir, cfg, synth.Options{DType: weights.F16, Seed: 11}); err != nil {
+			t.Fatal(err)
+		}
+		f16 := filepath.Join(t.TempDir(), "f16.gguf")
+		if err := hf2gguf.Convert(dir, f16, hf2gguf.Options{FileType: hf2gguf.FileF16}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range hf2gguf.FileTypeNames() {
+			ft, _ := hf2gguf.ParseFileType(name)
+			if ft == hf2gguf.FileF32 || ft == hf2gguf.FileF16 {
+				continue
+			}
+			t.Run(shape+"/"+name, func(t *testing.T) {
+				ours, theirs := filepath.Join(t.TempDir(), "wspec.gguf"), filepath.Join(t.TempDir(), "llama.gguf")
+				if err := hf2gguf.Convert(dir, ours, hf2gguf.Options{FileType: ft}); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := exec.Command(lq, f16, theirs, fmt.Sprint(ft.Number())).CombinedOutput(); err != nil {
+					t.Fatalf("llama.cpp's quantizer: %v: %s", err, out)
+				}
+				a, b := readGGUF(t, ours), readGGUF(t, theirs)
+				same := 0
+				for _, ti := range a.Tensors {
+					tb, db, ok := b.Tensor(ti.Name)
+					_, da, _ := a.Tensor(ti.Name)
+					switch {
+					case !ok:
+						t.Errorf("%s: not in llama.cpp's file", ti.Name)
+					case tb.Type != ti.Type:
+						t.Errorf("%s: wspec writes %v, llama.cpp %v", ti.Name, ti.Type, tb.Type)
+					case !bytes.Equal(da, db):
+						t.Errorf("%s (%v): the bytes differ", ti.Name, ti.Type)
+					default:
+						same++
+					}
+				}
+				t.Logf("%s %s: %d of %d tensors identical", shape, name, same, len(a.Tensors))
+			})
+		}
+	}
+}
+
+func readGGUF(t *testing.T, path string) *gguf.File {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestLlamaCppStories: the default model, a real checkpoint with a SentencePiece tokenizer,
+// written as an F32 GGUF ("llama" tokenizer: tokens, scores, types), agrees with wspec on its
+// folder: llama.cpp's tokenizer gives the same prompt tokens, and the same comparison holds.
+func TestLlamaCppStories(t *testing.T) {
+	oracle := nodeOracle(t)
+	file := filepath.Join(t.TempDir(), "stories15M.gguf")
+	if err := hf2gguf.Convert(storiesDir, file, hf2gguf.Options{FileType: hf2gguf.FileF32}); err != nil {
+		t.Fatal(err)
+	}
+	ref, got := llamaCpp(t, oracle, file), wspecRun(t, storiesDir)
+	for i := range ref {
+		steps, worst := agreement(ref[i], got[i])
+		t.Logf("stories15M %q: %d of %d greedy tokens equal, largest top-%d log-probability difference %.2g",
+			ref[i].Prompt, steps, oracleTokens, oracleTopK, worst)
+		if steps < oracleTokens/2 || worst > logprobTol {
+			t.Errorf("%q: llama.cpp and wspec part after %d tokens (log-probabilities differ by %.3g)\nprompt    %v and %v",
+				ref[i].Prompt, steps, worst, ref[i].Tokens, got[i].Tokens)
 		}
 	}
 }

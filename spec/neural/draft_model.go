@@ -17,10 +17,14 @@ var ErrVocabMismatch = errors.New("draft model vocabulary differs from the targe
 
 func init() {
 	spec.Register("draft_model", func(cfg spec.Config, target *weights.Config) (spec.Checkpoint, error) {
-		c, err := weights.ModelConfig(cfg.Model) // a Hugging Face folder or a GGUF file
+		// A Hugging Face folder or a GGUF file: opened here to check its tensors before the
+		// target loads (nothing is read but headers), read when it loads.
+		wm, err := weights.OpenWeights(cfg.Model)
 		if err != nil {
 			return nil, err
 		}
+		c := wm.Config
+		wm.Close()
 		if c.Vocab != target.Vocab {
 			return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, cfg.Model, c.Vocab, target.Vocab)
 		}

@@ -36,6 +36,9 @@ var (
 var fileTypes = []FileType{FileF32, FileF16, FileQ8_0, FileQ4_0, FileQ4_1, FileQ5_0, FileQ5_1,
 	FileQ4_K_S, FileQ4_K_M, FileQ5_K_S, FileQ5_K_M, FileQ6_K}
 
+// Number is the file type's llama_ftype (general.file_type).
+func (f FileType) Number() uint32 { return f.number }
+
 // FileTypeNames lists the names ParseFileType takes.
 func FileTypeNames() []string {
 	var out []string

@@ -15,9 +15,11 @@ import (
 // llama.cpp's token types (gguf-py's TokenType).
 const (
 	tokenNormal      = 1
+	tokenUnknown     = 2
 	tokenControl     = 3
 	tokenUserDefined = 4
 	tokenUnused      = 5
+	tokenByte        = 6
 )
 
 // Pre-tokenizer regexes of tokenizer.json, by the name llama.cpp gives the pre-tokenizer.
@@ -60,6 +62,13 @@ func readTokenizer(dir string, c *weights.Config) ([]gguf.KV, error) {
 	var tf tokenizerFile
 	if err := json.Unmarshal(b, &tf); err != nil {
 		return nil, fmt.Errorf("hf2gguf: tokenizer.json: %w", err)
+	}
+	tok, err := weights.LoadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() == weights.SentencePieceBPE {
+		return spmTokenizer(dir, c, &tf, tok)
 	}
 	pre, err := preName(tf.PreTokenizer)
 	if err != nil {
@@ -105,23 +114,24 @@ func readTokenizer(dir string, c *weights.Config) ([]gguf.KV, error) {
 		{Key: "tokenizer.ggml.token_type", Value: gguf.Array{Type: gguf.TypeInt32, Values: types}},
 		{Key: "tokenizer.ggml.merges", Value: gguf.Array{Type: gguf.TypeString, Values: merges}},
 	}
+	return append(kvs, commonKVs(dir, c, tok)...), nil
+}
+
+// commonKVs are the entries every tokenizer has: BOS, EOS, whether BOS is added, the chat
+// template.
+func commonKVs(dir string, c *weights.Config, tok *weights.Tokenizer) []gguf.KV {
+	var kvs []gguf.KV
 	if c.BOS >= 0 {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.bos_token_id", Value: uint32(c.BOS)})
 	}
 	if len(c.EOS) > 0 {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.eos_token_id", Value: uint32(c.EOS[0])})
 	}
-	tok, err := weights.LoadTokenizer(dir)
-	if err != nil {
-		return nil, err
-	}
 	kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: tok.AddBOS()})
-	if tmpl, err := chatTemplate(dir); err != nil {
-		return nil, err
-	} else if tmpl != "" {
+	if tmpl, _ := chatTemplate(dir); tmpl != "" {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: tmpl})
 	}
-	return kvs, nil
+	return kvs
 }
 
 // preName is llama.cpp's name of a byte-level pre-tokenizer: gpt-2 for ByteLevel with its own
