@@ -27,7 +27,6 @@ func TestInvalidRequests(t *testing.T) {
 		{"not an object", "/v1/completions", `["a"]`, "", codeInvalidJSON},
 		{"trailing data", "/v1/completions", `{"prompt": "a"} {"prompt": "b"}`, "", codeInvalidJSON},
 		{"invalid UTF-8", "/v1/completions", "{\"prompt\": \"a\xff\xfeb\"}", "", codeInvalidJSON},
-		{"unknown model", "/v1/completions", `{"model": "gpt-4", "prompt": "a"}`, "model", codeModelNotFound},
 		{"unknown field", "/v1/completions", `{"prompt": "a", "temprature": 0.5}`, "temprature", codeUnknownField},
 		{"unknown nested field", "/v1/completions", `{"prompt": "a", "speculative": {"k": 2}}`, "k", codeUnknownField},
 		{"string for an integer", "/v1/completions", `{"prompt": "a", "max_tokens": "ten"}`, "max_tokens", codeInvalidType},
@@ -104,7 +103,7 @@ func TestInvalidRequests(t *testing.T) {
 	// A streamed request that is invalid gets the 400 before any event.
 	stream := f.client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "nope",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
-	if stream.Next() || !errors.As(stream.Err(), &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != codeModelNotFound {
+	if stream.Next() || !errors.As(stream.Err(), &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != codeModelNotFound {
 		t.Errorf("streamed: %v", stream.Err())
 	}
 

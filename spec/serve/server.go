@@ -122,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/models", method("GET", s.handleModels))
 	mux.HandleFunc("/v1/models/{id...}", method("GET", s.handleModel))
 	mux.HandleFunc("/health", method("GET", s.handleHealth))
+	mux.HandleFunc("/version", method("GET", handleVersion))
 	mux.Handle("/metrics", s.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Code: codeNotFound,
@@ -147,7 +148,9 @@ var errShuttingDown = &apiError{Status: http.StatusServiceUnavailable, Type: "se
 	Message: "the server is shutting down"}
 
 // guard wraps every request: a panic is a 500 (a last resort: requests are validated
-// first), /v1 requests need the API key when one is set, and none is taken while draining.
+// first), every reply carries CORS headers and an X-Request-Id, a CORS preflight is answered
+// without the API key, /v1 requests need the API key when one is set, and none is taken while
+// draining.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -159,6 +162,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				writeError(w, fmt.Errorf("panic: %v", p))
 			}
 		}()
+		requestID(w, r)
+		if cors(w, r) {
+			return // a preflight, answered
+		}
 		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
 			if s.draining.Load() {
 				w.Header().Set("Connection", "close")
@@ -196,8 +203,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	if id := r.PathValue("id"); id != s.name {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Param: "model", Code: codeModelNotFound,
-			Message: fmt.Sprintf("the model `%s` does not exist", id)})
+		writeError(w, modelNotFound(id, s.name))
 		return
 	}
 	writeJSON(w, s.card())

@@ -35,7 +35,7 @@ type request struct {
 // max_tokens (or max_completion_tokens), named maxParam.
 func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*request, *engine.GenerateOptions, error) {
 	if f.Model != "" && f.Model != s.name {
-		return nil, nil, invalid("model", codeModelNotFound, "the model `%s` does not exist (this server serves %q)", f.Model, s.name)
+		return nil, nil, modelNotFound(f.Model, s.name)
 	}
 	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam}
 	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS}

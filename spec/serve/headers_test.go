@@ -1,0 +1,97 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// A model the server does not serve is a 404 not_found_error naming the model, as OpenAI and
+// vLLM answer it, on every endpoint that names one; openai-go surfaces it as a 404.
+func TestUnknownModel404(t *testing.T) {
+	f := specServer(t)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/completions", `{"model": "gpt-4", "prompt": "a"}`},
+		{"POST", "/v1/chat/completions", `{"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]}`},
+		{"GET", "/v1/models/gpt-4", ""},
+	} {
+		res := f.do(t, c.method, c.path, c.body, nil)
+		var e errorBody
+		if res.StatusCode != http.StatusNotFound || json.NewDecoder(res.Body).Decode(&e) != nil ||
+			e.Error.Type != "not_found_error" || e.Error.Param == nil || *e.Error.Param != "model" || !strings.Contains(e.Error.Message, "gpt-4") {
+			t.Errorf("%s %s: %d %+v", c.method, c.path, res.StatusCode, e)
+		}
+		res.Body.Close()
+	}
+	_, err := f.client.Completions.New(context.Background(), openai.CompletionNewParams{Model: "gpt-4",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("a")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Errorf("openai-go: %v", err)
+	}
+}
+
+// A browser page may call the server: a preflight is answered (204, without the API key) with
+// the methods and the headers asked for, and every reply allows any origin and exposes its
+// X-Request-Id, which is the client's when it sent one.
+func TestCORSAndRequestID(t *testing.T) {
+	f := specServer(t)
+	res := f.do(t, "OPTIONS", "/v1/chat/completions", "", map[string]string{"Origin": "http://example.com",
+		"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"})
+	h := res.Header
+	if res.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") || h.Get("Access-Control-Allow-Headers") != "authorization, content-type" {
+		t.Errorf("preflight: %d %v", res.StatusCode, h)
+	}
+	res.Body.Close()
+	res = f.do(t, "POST", "/v1/completions", `{"prompt": "Once", "max_tokens": 2}`, map[string]string{"Origin": "http://example.com", "X-Request-Id": "abc-123"})
+	if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != "*" || res.Header.Get("X-Request-Id") != "abc-123" ||
+		!strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "X-Request-Id") {
+		t.Errorf("completion: %d %v", res.StatusCode, res.Header)
+	}
+	res.Body.Close()
+	a, b := f.do(t, "GET", "/health", "", nil), f.do(t, "GET", "/health", "", nil)
+	if ida, idb := a.Header.Get("X-Request-Id"), b.Header.Get("X-Request-Id"); len(ida) < 16 || ida == idb {
+		t.Errorf("generated request ids %q and %q: want distinct random ids", ida, idb)
+	}
+	a.Body.Close()
+	b.Body.Close()
+}
+
+// GET /version answers {"version": ...} as vLLM's does.
+func TestVersion(t *testing.T) {
+	f := specServer(t)
+	res := f.do(t, "GET", "/version", "", nil)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var v struct{ Version string }
+	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &v) != nil || v.Version == "" {
+		t.Errorf("/version: %d %s", res.StatusCode, b)
+	}
+}
+
+// do sends a request with the API key and the headers given.
+func (f *fixture) do(t *testing.T, method, path, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, f.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method != "OPTIONS" {
+		req.Header.Set("Authorization", "Bearer "+testKey)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
