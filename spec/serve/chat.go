@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // handleChat serves POST /v1/chat/completions: the messages go through the model's chat
@@ -75,7 +77,7 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 		}
 		return nil, invalid("messages", codeInvalidValue, "messages: %v", err)
 	}
-	if err := s.prepare(rq, []string{prompt}, o); err != nil {
+	if err := s.prepare(rq, []engine.Prompt{{Text: prompt}}, o); err != nil {
 		return nil, err
 	}
 	return rq, nil

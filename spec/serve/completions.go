@@ -40,10 +40,10 @@ func (s *Server) completionRequest(req *completionRequest) (*request, error) {
 	switch {
 	case !req.Prompt.set:
 		return nil, invalid("prompt", codeMissing, "prompt: required")
-	case len(req.Prompt.texts) == 0:
+	case len(req.Prompt.prompts) == 0:
 		return nil, invalid("prompt", codeInvalidValue, "prompt: an empty list")
-	case len(req.Prompt.texts)*rq.n > MaxChoices:
-		return nil, invalid("n", codeInvalidValue, "%d prompts x n %d: at most %d choices a request", len(req.Prompt.texts), rq.n, MaxChoices)
+	case len(req.Prompt.prompts)*rq.n > MaxChoices:
+		return nil, invalid("n", codeInvalidValue, "%d prompts x n %d: at most %d choices a request", len(req.Prompt.prompts), rq.n, MaxChoices)
 	case req.Echo:
 		return nil, invalid("echo", codeUnsupported, "echo: not supported")
 	case req.Suffix != nil && *req.Suffix != "":
@@ -54,7 +54,7 @@ func (s *Server) completionRequest(req *completionRequest) (*request, error) {
 	if req.Logprobs != nil {
 		o.Logprobs, o.TopLogprobs = true, *req.Logprobs
 	}
-	if err := s.prepare(rq, req.Prompt.texts, o); err != nil {
+	if err := s.prepare(rq, req.Prompt.prompts, o); err != nil {
 		return nil, err
 	}
 	return rq, nil

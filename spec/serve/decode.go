@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // decodeBody reads a request body of at most limit bytes and decodes it strictly into v: it
@@ -105,11 +108,11 @@ func (s *stopField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// promptField is the completions prompt: a string or an array of strings (one choice set
-// each). Token-id prompts are refused: the engine takes text.
+// promptField is the completions prompt: a string, an array of strings, an array of token
+// ids or an array of them (one choice set each), as OpenAI and vLLM take it.
 type promptField struct {
-	texts []string
-	set   bool
+	prompts []engine.Prompt
+	set     bool
 }
 
 func (p *promptField) UnmarshalJSON(b []byte) error {
@@ -120,23 +123,52 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 	}
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
-		p.texts = []string{one}
+		p.prompts = []engine.Prompt{{Text: one}}
 		return nil
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err == nil {
-		p.texts = many
+		p.prompts = make([]engine.Prompt, len(many))
+		for i, t := range many {
+			p.prompts[i] = engine.Prompt{Text: t}
+		}
 		return nil
 	}
 	var ids []json.Number
 	if err := json.Unmarshal(b, &ids); err == nil {
-		return invalid("prompt", codeUnsupported, "prompt: token-id prompts are not supported; send the text")
+		toks, err := tokenIDs(ids)
+		p.prompts = []engine.Prompt{{Tokens: toks}}
+		return err
 	}
 	var idss [][]json.Number
 	if err := json.Unmarshal(b, &idss); err == nil {
-		return invalid("prompt", codeUnsupported, "prompt: token-id prompts are not supported; send the text")
+		for _, ids := range idss {
+			toks, err := tokenIDs(ids)
+			if err != nil {
+				return err
+			}
+			p.prompts = append(p.prompts, engine.Prompt{Tokens: toks})
+		}
+		return nil
 	}
-	return invalid("prompt", codeInvalidType, "prompt: want a string or an array of strings")
+	return invalid("prompt", codeInvalidType, "prompt: want a string, an array of strings, an array of token ids or an array of them")
+}
+
+// tokenIDs reads a token-id prompt: integers (the engine checks them against the vocabulary),
+// at least one.
+func tokenIDs(ids []json.Number) ([]int, error) {
+	if len(ids) == 0 {
+		return nil, invalid("prompt", codeInvalidValue, "prompt: an empty list of token ids")
+	}
+	out := make([]int, len(ids))
+	for i, n := range ids {
+		v, err := strconv.ParseInt(n.String(), 10, 32)
+		if err != nil {
+			return nil, invalid("prompt", codeInvalidType, "prompt: token id %s is not an integer", n)
+		}
+		out[i] = int(v)
+	}
+	return out, nil
 }
 
 // contentField is a message's content: a string, null, or an array of text parts.

@@ -95,3 +95,37 @@ func (f *fixture) do(t *testing.T, method, path, body string, headers map[string
 	}
 	return res
 }
+
+// A prompt of token ids (one list, or a list of them, as OpenAI and vLLM take it) completes as
+// the text they encode does.
+func TestTokenIDPrompts(t *testing.T) {
+	f := specServer(t)
+	ids := f.e.Tokenizer().Encode("Once upon a time", f.e.Tokenizer().AddBOS())
+	text := func(body string) []string {
+		res := f.do(t, "POST", "/v1/completions", body, nil)
+		defer res.Body.Close()
+		var r struct {
+			Choices []struct{ Text string } `json:"choices"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&r); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", body, res.StatusCode, err)
+		}
+		var out []string
+		for _, c := range r.Choices {
+			out = append(out, c.Text)
+		}
+		return out
+	}
+	idsJSON, _ := json.Marshal(ids)
+	want := text(`{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}`)
+	for _, body := range []string{
+		`{"prompt": ` + string(idsJSON) + `, "max_tokens": 8, "temperature": 0}`,
+		`{"prompt": [` + string(idsJSON) + `, ` + string(idsJSON) + `], "max_tokens": 8, "temperature": 0}`,
+	} {
+		for _, got := range text(body) {
+			if got != want[0] {
+				t.Errorf("%s: %q, the text prompt's %q", body, got, want[0])
+			}
+		}
+	}
+}

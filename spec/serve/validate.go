@@ -109,9 +109,9 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 
 // prepare validates o and tokenizes each prompt (through the engine, once), and checks that
 // prompt and max_tokens fit the context as OpenAI's API does.
-func (s *Server) prepare(rq *request, prompts []string, o *engine.GenerateOptions) error {
+func (s *Server) prepare(rq *request, prompts []engine.Prompt, o *engine.GenerateOptions) error {
 	for _, p := range prompts {
-		r, err := s.e.NewRequest(engine.Prompt{Text: p}, *o)
+		r, err := s.e.NewRequest(p, *o)
 		if err != nil {
 			return s.requestError(rq, err)
 		}
