@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Tokenizer file names in a Hugging Face model folder.
@@ -46,17 +47,20 @@ const maxVocab = 1 << 24
 
 // Tokenizer encodes text to token ids and back. It is safe for concurrent use.
 type Tokenizer struct {
-	kind       TokenizerKind
-	pieces     []string       // id -> token text as in tokenizer.json ("" for holes)
-	ids        map[string]int // model vocabulary: text -> id
-	merges     map[uint64]bpeMerge
-	added      []addedToken // matched literally before BPE, longest first
-	addedFirst [256]bool    // first bytes of added tokens
-	decoded    [][]byte     // id -> bytes Decode emits (nil for special tokens)
-	isByte     []bool       // id is a SentencePiece byte-fallback token
-	special    []bool       // id is a special added token
-	unk        int          // -1 when none
-	nfc        bool         // segments are NFC-normalized before BPE (the NFC normalizer)
+	kind   TokenizerKind
+	pieces []string // id -> token text as in tokenizer.json ("" for holes)
+	// maxPiece is MaxPieceBytes, computed once.
+	maxPiece     int
+	maxPieceOnce sync.Once
+	ids          map[string]int // model vocabulary: text -> id
+	merges       map[uint64]bpeMerge
+	added        []addedToken // matched literally before BPE, longest first
+	addedFirst   [256]bool    // first bytes of added tokens
+	decoded      [][]byte     // id -> bytes Decode emits (nil for special tokens)
+	isByte       []bool       // id is a SentencePiece byte-fallback token
+	special      []bool       // id is a special added token
+	unk          int          // -1 when none
+	nfc          bool         // segments are NFC-normalized before BPE (the NFC normalizer)
 
 	// SentencePieceBPE
 	byteFallback bool
@@ -325,6 +329,19 @@ func (t *Tokenizer) TokenID(piece string) (int, bool) {
 		}
 	}
 	return -1, false
+}
+
+// MaxPieceBytes bounds the bytes of text one token stands for: its piece's bytes (which spell
+// a byte of text in one or more), times 4 for what normalizing the text (NFC) may shorten.
+func (t *Tokenizer) MaxPieceBytes() int {
+	t.maxPieceOnce.Do(func() {
+		t.maxPiece = 1
+		for _, p := range t.pieces {
+			t.maxPiece = max(t.maxPiece, len(p))
+		}
+		t.maxPiece *= 4
+	})
+	return t.maxPiece
 }
 
 // DummyPrefix reports whether a SentencePiece tokenizer prepends "▁" to the text.

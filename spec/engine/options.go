@@ -37,9 +37,13 @@ func invalid(param, format string, a ...any) error {
 // PromptTooLongError is a prompt that leaves no room in the model's context.
 type PromptTooLongError struct {
 	Tokens, Context int
+	AtLeast         bool // Tokens is a lower bound (the text was not tokenized)
 }
 
 func (e *PromptTooLongError) Error() string {
+	if e.AtLeast {
+		return fmt.Sprintf("%v: at least %d tokens, the context is %d", ErrPromptTooLong, e.Tokens, e.Context)
+	}
 	return fmt.Sprintf("%v: %d tokens, the context is %d", ErrPromptTooLong, e.Tokens, e.Context)
 }
 func (e *PromptTooLongError) Unwrap() error { return ErrPromptTooLong }
@@ -59,6 +63,12 @@ type GenerateOptions struct {
 	// IgnoreEOS keeps generating past the model's end-of-sequence tokens (vLLM's ignore_eos:
 	// for benchmarks and comparisons of a fixed length).
 	IgnoreEOS bool
+	// StopTokenIDs end the generation too (not part of it), IgnoreEOS or not (vLLM's
+	// stop_token_ids): at most MaxStopTokenIDs ids of the vocabulary.
+	StopTokenIDs []int
+	// TruncatePromptTokens keeps only the prompt's last n tokens (vLLM's
+	// truncate_prompt_tokens; -1: as many as the context leaves room for; 0: off).
+	TruncatePromptTokens int
 
 	// Sampling: Temperature 0 is greedy (otherwise finite and > 0); TopP in (0, 1] (0 is
 	// unset: off); TopK >= 1, or 0 or -1 (vLLM's spelling) for off; MinP in [0, 1];
@@ -87,10 +97,11 @@ const SmallestTopP = 1e-30
 
 // Limits of a request's options.
 const (
-	MaxStops       = 16  // stop strings
-	MaxStopBytes   = 256 // bytes of one stop string
-	MaxLogitBias   = 300 // logit bias entries (OpenAI's limit)
-	MaxTopLogprobs = batch.MaxTopLogprobs
+	MaxStops        = 16  // stop strings
+	MaxStopTokenIDs = 64  // stop token ids
+	MaxStopBytes    = 256 // bytes of one stop string
+	MaxLogitBias    = 300 // logit bias entries (OpenAI's limit)
+	MaxTopLogprobs  = batch.MaxTopLogprobs
 )
 
 // Validate is the one check of a generation's options: every value out of range is an
@@ -128,6 +139,15 @@ func (o *GenerateOptions) Validate(vocab int) error {
 		return invalid("num_speculative_tokens", "fixed speculation with speculation off (num_speculative_tokens 0): nothing to fix")
 	case len(o.Stop) > MaxStops:
 		return invalid("stop", "stop: %d strings, at most %d", len(o.Stop), MaxStops)
+	case len(o.StopTokenIDs) > MaxStopTokenIDs:
+		return invalid("stop_token_ids", "stop_token_ids: %d ids, at most %d", len(o.StopTokenIDs), MaxStopTokenIDs)
+	case o.TruncatePromptTokens < -1:
+		return invalid("truncate_prompt_tokens", "truncate_prompt_tokens %d: want -1 (the context), 0 (off) or at least 1", o.TruncatePromptTokens)
+	}
+	for _, tok := range o.StopTokenIDs {
+		if tok < 0 || (vocab > 0 && tok >= vocab) {
+			return invalid("stop_token_ids", "stop_token_ids: %d is not a token id of the vocabulary (0..%d)", tok, vocab-1)
+		}
 	}
 	for tok, b := range o.LogitBias {
 		switch {
@@ -201,7 +221,20 @@ func (e *Engine) NewRequest(p Prompt, o GenerateOptions) (*Request, error) {
 		if !utf8.ValidString(p.Text) {
 			return nil, invalid("prompt", "prompt: not valid UTF-8")
 		}
+		// A text longer than the context's tokens could cover is refused before the work of
+		// tokenizing it: no token stands for more than MaxPieceBytes bytes of text.
+		if least := len(p.Text) / max(1, e.tok.MaxPieceBytes()); o.TruncatePromptTokens == 0 && least >= e.cfg.MaxSeq {
+			return nil, &PromptTooLongError{Tokens: least, Context: e.cfg.MaxSeq, AtLeast: true}
+		}
 		ids = e.tok.Encode(p.Text, e.tok.AddBOS())
+	}
+	if n := o.TruncatePromptTokens; n != 0 {
+		if n < 0 {
+			n = e.cfg.MaxSeq - max(1, o.MaxTokens)
+		}
+		if len(ids) > n {
+			ids = ids[len(ids)-n:]
+		}
 	}
 	switch {
 	case len(ids) == 0:

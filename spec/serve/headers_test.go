@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"io"
@@ -127,5 +128,36 @@ func TestTokenIDPrompts(t *testing.T) {
 				t.Errorf("%s: %q, the text prompt's %q", body, got, want[0])
 			}
 		}
+	}
+}
+
+// vLLM's stop_token_ids and truncate_prompt_tokens are taken: a stop token ends the choice
+// with finish_reason stop, and a truncated prompt counts its kept tokens in the usage.
+func TestVLLMStopAndTruncateFields(t *testing.T) {
+	f := specServer(t)
+	post := func(body string) (reply struct {
+		Choices []struct {
+			Text         string `json:"text"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}) {
+		res := f.do(t, "POST", "/v1/completions", body, nil)
+		defer res.Body.Close()
+		if err := json.NewDecoder(res.Body).Decode(&reply); err != nil || res.StatusCode != http.StatusOK || len(reply.Choices) != 1 {
+			t.Fatalf("%s: %d %v", body, res.StatusCode, err)
+		}
+		return reply
+	}
+	plain := post(`{"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "ignore_eos": true}`)
+	toks := f.e.Tokenizer().Encode(plain.Choices[0].Text, false)
+	stopped := post(fmt.Sprintf(`{"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "ignore_eos": true, "stop_token_ids": [%d]}`, toks[len(toks)/2]))
+	if stopped.Choices[0].FinishReason != "stop" || len(stopped.Choices[0].Text) >= len(plain.Choices[0].Text) {
+		t.Errorf("stop_token_ids: %+v, the plain text %q", stopped.Choices[0], plain.Choices[0].Text)
+	}
+	if tr := post(`{"prompt": "Once upon a time there was a girl", "max_tokens": 2, "truncate_prompt_tokens": 3}`); tr.Usage.PromptTokens != 3 {
+		t.Errorf("truncate_prompt_tokens 3: %d prompt tokens", tr.Usage.PromptTokens)
 	}
 }

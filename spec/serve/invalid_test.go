@@ -36,6 +36,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"no prompt", "/v1/completions", `{"model": "stories15M"}`, "prompt", codeMissing},
 		{"token id outside the vocabulary", "/v1/completions", `{"prompt": [1, 2, 32000]}`, "prompt", codeInvalidValue},
 		{"fractional token id", "/v1/completions", `{"prompt": [1, 2.5]}`, "prompt", codeInvalidType},
+		{"stop_token_ids outside the vocabulary", "/v1/completions", `{"prompt": "a", "stop_token_ids": [32000]}`, "stop_token_ids", codeInvalidValue},
+		{"truncate_prompt_tokens -2", "/v1/completions", `{"prompt": "a", "truncate_prompt_tokens": -2}`, "truncate_prompt_tokens", codeInvalidValue},
 		{"empty token-id prompt", "/v1/completions", `{"prompt": [[1], []]}`, "prompt", codeInvalidValue},
 		{"negative max_tokens", "/v1/completions", `{"prompt": "a", "max_tokens": -1}`, "max_tokens", codeInvalidValue},
 		{"huge max_tokens", "/v1/completions", `{"prompt": "a", "max_tokens": 1000000000}`, "max_tokens", codeContextLength},

@@ -38,7 +38,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		return nil, nil, modelNotFound(f.Model, s.name)
 	}
 	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam}
-	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS}
+	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens}
 	if f.StreamOptions != nil {
 		if !f.Stream {
 			return nil, nil, invalid("stream_options", codeInvalidValue, "stream_options: only allowed when stream is true")

@@ -26,6 +26,9 @@ type samplingFields struct {
 	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 	IgnoreEOS         bool     `json:"ignore_eos"`
+	StopTokenIDs      []int    `json:"stop_token_ids"`
+	// TruncatePromptTokens keeps the prompt's last n tokens (-1: as many as fit).
+	TruncatePromptTokens int `json:"truncate_prompt_tokens"`
 	// wspec's extension: per-request speculation.
 	Speculative *speculativeField `json:"speculative"`
 }
