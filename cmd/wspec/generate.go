@@ -27,7 +27,7 @@ func addSpecFlags(fs *pflag.FlagSet) *specFlags {
 	return &specFlags{fs: fs,
 		mode:  fs.String("speculative-mode", "", "speculative decoding: "+strings.Join(spec.Names(), ", ")),
 		k:     fs.IntP("num-speculative-tokens", "k", 4, "draft tokens per step (k), with a speculative mode"),
-		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3); default: the drafter shipped for the default model"),
+		draft: fs.String("draft-model", "", "drafter checkpoint folder (draft_model, medusa, eagle, eagle3; a draft_model may be a GGUF file); default: the drafter shipped for the default model"),
 		json:  fs.String("speculative-config", "", `speculation as one JSON object, e.g. '{"method":"ngram","num_speculative_tokens":4}'`),
 	}
 }

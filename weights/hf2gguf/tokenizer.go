@@ -75,7 +75,7 @@ func readTokenizer(dir string, c *weights.Config) ([]gguf.KV, error) {
 		return nil, err
 	}
 	if tf.Model.Type != "BPE" {
-		return nil, fmt.Errorf("hf2gguf: %w: tokenizer model %q (only byte-level BPE)", weights.ErrUnsupported, tf.Model.Type)
+		return nil, fmt.Errorf("hf2gguf: %w: tokenizer model %q (BPE, byte-level or SentencePiece-style, is written)", weights.ErrUnsupported, tf.Model.Type)
 	}
 	tokens := make([]string, c.Vocab)
 	types := make([]int32, c.Vocab)
@@ -138,7 +138,7 @@ func commonKVs(dir string, c *weights.Config, tok *weights.Tokenizer) []gguf.KV 
 // regex, llama-bpe or qwen2 for a Split of their regex.
 func preName(p *preTokenizer) (string, error) {
 	if p == nil {
-		return "", fmt.Errorf("hf2gguf: %w: tokenizer.json has no pre-tokenizer (only byte-level BPE)", weights.ErrUnsupported)
+		return "", fmt.Errorf("hf2gguf: %w: tokenizer.json has no pre-tokenizer (a byte-level BPE needs one)", weights.ErrUnsupported)
 	}
 	switch p.Type {
 	case "ByteLevel":
