@@ -30,7 +30,7 @@ func runServe(args []string) error {
 	maxBody := fs.Int64("max-request-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted (larger: 413)")
 	drain := fs.Duration("shutdown-timeout", serve.DefaultDrainTimeout, "on SIGTERM, how long running requests may finish before they are cancelled")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics).\n\nflags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics.\n\nflags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

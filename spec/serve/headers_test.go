@@ -161,3 +161,56 @@ func TestVLLMStopAndTruncateFields(t *testing.T) {
 		t.Errorf("truncate_prompt_tokens 3: %d prompt tokens", tr.Usage.PromptTokens)
 	}
 }
+
+// POST /tokenize and /detokenize as vLLM's: the prompt's ids (BOS as the tokenizer adds it,
+// unless add_special_tokens is false), the count and the context; ids back to the text.
+func TestTokenizeDetokenize(t *testing.T) {
+	f := specServer(t)
+	tok := f.e.Tokenizer()
+	res := f.do(t, "POST", "/tokenize", `{"prompt": "Once upon a time", "return_token_strs": true}`, nil)
+	var tr tokenizeReply
+	if err := json.NewDecoder(res.Body).Decode(&tr); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("/tokenize: %d %v", res.StatusCode, err)
+	}
+	res.Body.Close()
+	want := tok.Encode("Once upon a time", tok.AddBOS())
+	if tr.Count != len(want) || len(tr.Tokens) != len(want) || tr.Tokens[len(want)-1] != want[len(want)-1] ||
+		tr.MaxModelLen != f.e.Info().Config.MaxSeq || len(tr.TokenStrs) != len(want) {
+		t.Errorf("/tokenize: %+v, want tokens %v", tr, want)
+	}
+	res = f.do(t, "POST", "/tokenize", `{"prompt": "Once", "add_special_tokens": false}`, nil)
+	tr = tokenizeReply{}
+	json.NewDecoder(res.Body).Decode(&tr)
+	res.Body.Close()
+	if len(tr.Tokens) == 0 || tr.Tokens[0] == tok.BOS() {
+		t.Errorf("add_special_tokens false: %v starts with BOS", tr.Tokens)
+	}
+	ids, _ := json.Marshal(want[1:])
+	res = f.do(t, "POST", "/detokenize", `{"tokens": `+string(ids)+`}`, nil)
+	var dr detokenizeReply
+	if err := json.NewDecoder(res.Body).Decode(&dr); err != nil || dr.Prompt != "Once upon a time" {
+		t.Errorf("/detokenize: %d %q %v", res.StatusCode, dr.Prompt, err)
+	}
+	res.Body.Close()
+	for path, body := range map[string]string{"/tokenize": `{"model": "x", "prompt": "a"}`, "/detokenize": `{"tokens": [-1]}`} {
+		res := f.do(t, "POST", path, body, nil)
+		if res.StatusCode/100 != 4 {
+			t.Errorf("%s %s: %d, want a 4xx", path, body, res.StatusCode)
+		}
+		res.Body.Close()
+	}
+}
+
+// /v1/models says which drafter the server speculates with.
+func TestModelsShowDrafter(t *testing.T) {
+	f := specServer(t)
+	res := f.do(t, "GET", "/v1/models", "", nil)
+	defer res.Body.Close()
+	var l struct {
+		Data []modelCard `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&l); err != nil || len(l.Data) != 1 || l.Data[0].Speculative == nil ||
+		l.Data[0].Speculative.Method != "ngram" || l.Data[0].Speculative.NumSpeculativeTokens != 4 {
+		t.Errorf("/v1/models: %+v %v", l, err)
+	}
+}

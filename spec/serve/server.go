@@ -123,6 +123,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/models/{id...}", method("GET", s.handleModel))
 	mux.HandleFunc("/health", method("GET", s.handleHealth))
 	mux.HandleFunc("/version", method("GET", handleVersion))
+	mux.HandleFunc("/tokenize", method("POST", s.handleTokenize))
+	mux.HandleFunc("/detokenize", method("POST", s.handleDetokenize))
 	mux.Handle("/metrics", s.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Code: codeNotFound,
@@ -194,7 +196,11 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 func (s *Server) card() modelCard {
-	return modelCard{ID: s.name, Object: "model", Created: s.created, OwnedBy: "wspec", Root: s.dir, MaxModelLen: s.maxSeq}
+	c := modelCard{ID: s.name, Object: "model", Created: s.created, OwnedBy: "wspec", Root: s.dir, MaxModelLen: s.maxSeq}
+	if i := s.e.Info(); i.Method != "" {
+		c.Speculative = &modelSpeculative{Method: i.Method, NumSpeculativeTokens: i.K}
+	}
+	return c
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {

@@ -190,4 +190,12 @@ type modelCard struct {
 	OwnedBy     string `json:"owned_by"`
 	Root        string `json:"root"`
 	MaxModelLen int    `json:"max_model_len"`
+	// Speculative is the drafter the server speculates with (wspec's extension; absent when
+	// it does not).
+	Speculative *modelSpeculative `json:"speculative,omitempty"`
+}
+
+type modelSpeculative struct {
+	Method               string `json:"method"`
+	NumSpeculativeTokens int    `json:"num_speculative_tokens"`
 }

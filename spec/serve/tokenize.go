@@ -1,0 +1,73 @@
+package serve
+
+import "net/http"
+
+// POST /tokenize and /detokenize, as vLLM serves them: a prompt's token ids (and, when asked,
+// their pieces) with the model's context length; ids back to text.
+
+type tokenizeRequest struct {
+	Model            string  `json:"model"`
+	Prompt           *string `json:"prompt"`
+	AddSpecialTokens *bool   `json:"add_special_tokens"` // the tokenizer's BOS (default true)
+	ReturnTokenStrs  bool    `json:"return_token_strs"`
+}
+
+type tokenizeReply struct {
+	Count       int      `json:"count"`
+	MaxModelLen int      `json:"max_model_len"`
+	Tokens      []int    `json:"tokens"`
+	TokenStrs   []string `json:"token_strs,omitempty"`
+}
+
+type detokenizeRequest struct {
+	Model  string `json:"model"`
+	Tokens []int  `json:"tokens"`
+}
+
+type detokenizeReply struct {
+	Prompt string `json:"prompt"`
+}
+
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	var req tokenizeRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	switch {
+	case req.Model != "" && req.Model != s.name:
+		writeError(w, modelNotFound(req.Model, s.name))
+		return
+	case req.Prompt == nil:
+		writeError(w, invalid("prompt", codeMissing, "prompt: required"))
+		return
+	}
+	bos := s.tok.AddBOS() && (req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+	ids := s.tok.Encode(*req.Prompt, bos)
+	rep := tokenizeReply{Count: len(ids), MaxModelLen: s.maxSeq, Tokens: ids}
+	if req.ReturnTokenStrs {
+		for _, id := range ids {
+			rep.TokenStrs = append(rep.TokenStrs, s.tok.Piece(id))
+		}
+	}
+	writeJSON(w, rep)
+}
+
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	var req detokenizeRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Model != "" && req.Model != s.name {
+		writeError(w, modelNotFound(req.Model, s.name))
+		return
+	}
+	for _, id := range req.Tokens {
+		if id < 0 || id >= s.tok.VocabSize() {
+			writeError(w, invalid("tokens", codeInvalidValue, "tokens: %d is not a token id of the vocabulary (0..%d)", id, s.tok.VocabSize()-1))
+			return
+		}
+	}
+	writeJSON(w, detokenizeReply{Prompt: s.tok.Decode(req.Tokens)})
+}
