@@ -42,6 +42,41 @@ fn qu32(base: u32, o: u32) -> u32 {
   return (qw(base, j) >> 16u) | (qw(base, j + 1u) << 16u);
 }
 
+// qwords8 is the 8 u32 at even byte offset o (32 bytes): 8 loads, or 9 when o is 2 past a
+// word (each u32 then spans two words; loading each word once halves the loads).
+fn qwords8(base: u32, o: u32) -> array<u32, 8> {
+  var out: array<u32, 8>;
+  let j0 = o >> 2u;
+  if ((o & 2u) == 0u) {
+    for (var i = 0u; i < 8u; i++) { out[i] = qw(base, j0 + i); }
+    return out;
+  }
+  var prev = qw(base, j0);
+  for (var i = 0u; i < 8u; i++) {
+    let next = qw(base, j0 + i + 1u);
+    out[i] = (prev >> 16u) | (next << 16u);
+    prev = next;
+  }
+  return out;
+}
+
+// qwords4 is qwords8 for 16 bytes.
+fn qwords4(base: u32, o: u32) -> array<u32, 4> {
+  var out: array<u32, 4>;
+  let j0 = o >> 2u;
+  if ((o & 2u) == 0u) {
+    for (var i = 0u; i < 4u; i++) { out[i] = qw(base, j0 + i); }
+    return out;
+  }
+  var prev = qw(base, j0);
+  for (var i = 0u; i < 4u; i++) {
+    let next = qw(base, j0 + i + 1u);
+    out[i] = (prev >> 16u) | (next << 16u);
+    prev = next;
+  }
+  return out;
+}
+
 // qf16 is the f16 at even byte offset o, as f32.
 fn qf16(base: u32, o: u32) -> f32 { return unpack2x16float(qw(base, o >> 2u) >> ((o & 2u) * 8u)).x; }
 
@@ -73,8 +108,9 @@ fn qgroup(base: u32, g: u32) -> QGroup {
     case 8u: { // Q8_0: d, 32 int8
       let b = g * 34u;
       let d = qf16(base, b);
+      let qs = qwords8(base, b + 2u);
       for (var i = 0u; i < 8u; i++) {
-        let v = qu32(base, b + 2u + 4u * i);
+        let v = qs[i];
         o.q[i] = vec4f(vec4i(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v)) >> vec4u(24u));
       }
       o.ab = vec4f(d, d, 0.0, 0.0);
@@ -91,8 +127,9 @@ fn qgroup(base: u32, g: u32) -> QGroup {
         case 6u: { m = -16.0 * d; qh = qu32(base, b + 2u); qs = b + 6u; }
         default: { m = qf16(base, b + 2u); qh = qu32(base, b + 4u); qs = b + 8u; }
       }
+      let qw4 = qwords4(base, qs);
       for (var i = 0u; i < 4u; i++) {
-        let v = qu32(base, qs + 4u * i);
+        let v = qw4[i];
         o.q[i] = vec4f(bits4(v, 0u, 15u) | (((vec4u(qh) >> (vec4u(0u, 1u, 2u, 3u) + 4u * i)) & vec4u(1u)) << vec4u(4u)));
         o.q[i + 4u] = vec4f(bits4(v, 4u, 15u) | (((vec4u(qh) >> (vec4u(16u, 17u, 18u, 19u) + 4u * i)) & vec4u(1u)) << vec4u(4u)));
       }
@@ -124,8 +161,10 @@ fn qgroup(base: u32, g: u32) -> QGroup {
       let so = b + 192u + 8u * h + 2u * qq;
       let sc0 = d * f32(bitcast<i32>(qbyte(base, so) << 24u) >> 24u);
       let sc1 = d * f32(bitcast<i32>(qbyte(base, so + 1u) << 24u) >> 24u);
+      let lw = qwords8(base, ql);
+      let hw = qwords8(base, qh);
       for (var i = 0u; i < 8u; i++) {
-        o.q[i] = vec4f(bits4(qu32(base, ql + 4u * i), 4u * (qq / 2u), 15u) | (bits4(qu32(base, qh + 4u * i), 2u * qq, 3u) << vec4u(4u)));
+        o.q[i] = vec4f(bits4(lw[i], 4u * (qq / 2u), 15u) | (bits4(hw[i], 2u * qq, 3u) << vec4u(4u)));
       }
       o.ab = vec4f(sc0, sc1, -32.0 * sc0, -32.0 * sc1);
     }
