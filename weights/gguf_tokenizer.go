@@ -31,7 +31,7 @@ const (
 )
 
 // ggufTokenizer builds the tokenizer a GGUF file describes (tokenizer.ggml.*: byte-level BPE,
-// "gpt2"), as the tokenizer.json and tokenizer_config.json it stands for: the tokens in id order
+// "gpt2", here; SentencePiece, "llama", in ggufSPM), as the tokenizer.json and tokenizer_config.json it stands for: the tokens in id order
 // ([PADn] fillers left out), control and user-defined tokens as added tokens, the merges, the
 // pre-tokenizer its name stands for, BOS and EOS and whether BOS is added.
 func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {

@@ -1,6 +1,7 @@
 // matmul_q.wgsl: y = xin w^T (mat_io.wgsl's fusions) for a block-quantized weight (quant.wgsl),
 // decoded inside the kernel 32 values at a time with f32 accumulation: decode (one row),
-// verification (a few) and prefill (many) alike, with or without subgroups. Each invocation
+// verification (a few) and prefill (many) alike, on any adapter (matmul_q_sg is the subgroup
+// version, which runtime.AddMat picks where subgroups have 8 lanes or more). Each invocation
 // computes a block of ROWS rows x COLS columns (columns a workgroup apart, so the 8 rows of a
 // weight block are read together); the input is staged WG vec4s (256 values) at a time in
 // workgroup memory, as in matmul_wg.wgsl, and each group of 32 weights, decoded to integers

@@ -148,10 +148,16 @@ func TestSplitWeights(t *testing.T) {
 	if n := m.embed.Parts(); n < 10 {
 		t.Fatalf("embedding in %d parts, want >= 10", n)
 	}
-	toks := []int{299, 0, 150, 7, 151, 298}
+	stepsMatchReference(t, m, w, [][]int{{299, 0, 150, 7, 151, 298}, {42}})
+}
+
+// stepsMatchReference runs steps (a prompt, then decode steps) on one sequence of m and checks
+// each step's last logits against the reference forward of w, within 2e-4 of the largest.
+func stepsMatchReference(t *testing.T, m *Model, w *weights.LlamaWeights, steps [][]int) {
+	t.Helper()
 	st := ref.NewLlamaState(w)
 	seq := m.Pool().NewSequence()
-	for _, step := range [][]int{toks, {42}} {
+	for _, step := range steps {
 		if _, err := m.Forward(seq, step, 0, nil, batch.Sampling{}); err != nil {
 			t.Fatal(err)
 		}
@@ -160,9 +166,9 @@ func TestSplitWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, _ := st.Forward(step)
-		want = want[(len(step)-1)*cfg.Vocab:]
+		want = want[(len(step)-1)*w.Cfg.Vocab:]
 		if e, at := maxRelErr(got, want); e > 2e-4 {
-			t.Fatalf("logits off by %.2g at %d", e, at)
+			t.Fatalf("logits off by %.2g (relative to max) at %d: got %v want %v", e, at, got[at], want[at])
 		}
 	}
 }

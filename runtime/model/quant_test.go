@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wspec/wspec/runtime/batch"
-	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/hf2gguf"
 	"github.com/wspec/wspec/weights/synth"
@@ -64,22 +62,7 @@ func TestGGUFQuantizedLogits(t *testing.T) {
 			if q := m.layers[1].qkv.Types(); ft == hf2gguf.FileQ4_K_M && !slices.Equal(q, []wgsl.WeightType{wgsl.Q4_K, wgsl.Q6_K}) {
 				t.Errorf("Q4_K_M layer 1 qkv is %v, want [q4_k q6_k]", q)
 			}
-			st := ref.NewLlamaState(host)
-			seq := m.Pool().NewSequence()
-			for _, step := range [][]int{{298, 5, 77, 120, 3, 9, 250, 31, 64, 2}, {42}} {
-				if _, err := m.Forward(seq, step, 0, nil, batch.Sampling{}); err != nil {
-					t.Fatal(err)
-				}
-				got, err := m.Logits(1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, _ := st.Forward(step)
-				want = want[(len(step)-1)*cfg.Vocab:]
-				if e, at := maxRelErr(got, want); e > 2e-4 {
-					t.Fatalf("logits off by %.2g (relative to max) at %d: got %v want %v", e, at, got[at], want[at])
-				}
-			}
+			stepsMatchReference(t, m, host, [][]int{{298, 5, 77, 120, 3, 9, 250, 31, 64, 2}, {42}})
 		})
 	}
 }

@@ -147,7 +147,11 @@ func (s *Server) requestError(rq *request, err error) error {
 		if rq != nil {
 			param = rq.promptParam
 		}
-		return invalid(param, codeContextLength, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input.", pe.Context, pe.Tokens)
+		least := ""
+		if pe.AtLeast {
+			least = "at least "
+		}
+		return invalid(param, codeContextLength, "This model's maximum context length is %d tokens. However, your request has %s%d input tokens. Please reduce the length of the input.", pe.Context, least, pe.Tokens)
 	case errors.Is(err, engine.ErrClosed):
 		return errShuttingDown
 	}

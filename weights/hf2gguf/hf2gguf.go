@@ -2,10 +2,11 @@
 // llama.cpp's convert_hf_to_gguf.py writes it: llama and mistral as arch "llama" with q and k
 // rows permuted for llama.cpp's interleaved rope, llama3 rope scaling as a rope_freqs tensor,
 // qwen2 and qwen3 as themselves (NEOX rope, no permutation), Gemma 3's text model as gemma3
-// (its norm weights stored as 1 + w, as llama.cpp multiplies by the stored value), the
-// byte-level BPE tokenizer as
-// tokenizer.ggml.* with [PADn] tokens up to the embedding's rows. Tensors stream from the
-// checkpoint to the file a chunk of rows at a time.
+// (its norm weights stored as 1 + w, as llama.cpp multiplies by the stored value), a
+// byte-level BPE tokenizer as tokenizer.ggml.* "gpt2" and a SentencePiece-style one as "llama"
+// (tokenizer_spm.go), with [PADn] tokens up to the embedding's rows. Tensors stream from the
+// checkpoint to the file a chunk of rows at a time, quantized on the way as the file type says
+// (filetype.go).
 package hf2gguf
 
 import (
