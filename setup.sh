@@ -19,7 +19,7 @@ have_vulkan_driver() {
   done
   [ -n "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]
 }
-if have_vulkan_driver && ldconfig -p | grep -q 'libvulkan.so.1'; then
+if have_vulkan_driver && grep -q 'libvulkan.so.1' <<<"$(ldconfig -p)"; then  # (not a pipe: under pipefail grep -q could kill ldconfig)
   echo "setup: Vulkan driver present, skipping Mesa install"
 elif [ -f /etc/debian_version ]; then
   if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
