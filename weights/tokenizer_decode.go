@@ -33,7 +33,17 @@ type StreamDecoder struct {
 	tok      *Tokenizer
 	pending  []byte
 	afterBOS bool
+	// KeepSpecial writes special tokens as their strings (they give nothing otherwise), set
+	// apart from the text around them by a space when Spaces (Hugging Face's decode with
+	// skip_special_tokens false and spaces_between_special_tokens true).
+	keep, spaces bool
+	wrote        bool // some text came out
+	afterSpecial bool // the last token was a special one written out
 }
+
+// KeepSpecial makes the stream write special tokens as their strings, with a space between
+// each and the text around it when spaces is set. Call it before the first Push.
+func (d *StreamDecoder) KeepSpecial(spaces bool) { d.keep, d.spaces = true, spaces }
 
 // NewStreamDecoder starts a stream. Unlike Decode, the first piece keeps its
 // leading space (it usually continues a prompt); only a piece right after BOS
@@ -44,7 +54,25 @@ func NewStreamDecoder(tok *Tokenizer) *StreamDecoder {
 
 // Push adds one id and returns the text that is now complete (often "").
 func (d *StreamDecoder) Push(id int) string {
+	out := d.push(id)
+	d.wrote = d.wrote || out != ""
+	return out
+}
+
+func (d *StreamDecoder) push(id int) string {
 	t := d.tok
+	if d.keep && t.IsSpecial(id) {
+		out := d.drain(true) // the text before it is complete
+		if d.spaces && (d.wrote || out != "") {
+			out += " "
+		}
+		d.afterBOS, d.afterSpecial = id == t.bos, true
+		return out + t.pieces[id]
+	}
+	if d.afterSpecial && d.spaces && id >= 0 && id < len(t.decoded) && len(t.decoded[id]) > 0 {
+		d.pending = append(d.pending, ' ')
+	}
+	d.afterSpecial = false
 	wasBOS := d.afterBOS
 	d.afterBOS = id == t.bos && id >= 0
 	if id < 0 || id >= len(t.decoded) {

@@ -54,11 +54,18 @@ type Adjustments struct {
 	list      []Adj
 	at        map[int]int // token -> its index in list
 	penalized bool
+	bias      map[int]float32 // the request's logit bias
+	banned    bool            // Ban is in force
 }
+
+// Banned is the bias that keeps a token from being drawn (vLLM's min_tokens holds back the
+// end-of-sequence and stop tokens with it): after it, no finite logit is lower, and the
+// token's probability is exactly 0. (A finite value: WGSL may assume there are no infinities.)
+const Banned = -1e30
 
 // NewAdjustments lists s's logit bias and, when s has a penalty on, the tokens of prompt.
 func NewAdjustments(s Sampling, prompt []int) *Adjustments {
-	a := &Adjustments{at: map[int]int{}, penalized: s.Penalized()}
+	a := &Adjustments{at: map[int]int{}, penalized: s.Penalized(), bias: s.LogitBias}
 	for t, b := range s.LogitBias {
 		a.entry(t).Bias = b
 	}
@@ -87,6 +94,22 @@ func (a *Adjustments) Generated(tokens ...int) {
 	}
 	for _, t := range tokens {
 		a.entry(t).Count++
+	}
+}
+
+// Ban holds back tokens (with the bias Banned, on top of their logit bias) while on, and
+// gives them back their logit bias when called with on false.
+func (a *Adjustments) Ban(tokens []int, on bool) {
+	if on == a.banned {
+		return
+	}
+	a.banned = on
+	for _, t := range tokens {
+		b := a.bias[t]
+		if on {
+			b += Banned
+		}
+		a.entry(t).Bias = b
 	}
 }
 

@@ -60,14 +60,14 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 	}
 	o := r.opts
 	start := time.Now()
-	ts := newTextStream(e.tok, o.Stop, o.OnText)
+	ts := newTextStream(e.tok, o, o.OnText)
 	var stop []int
 	if !o.IgnoreEOS {
 		stop = append(stop, e.cfg.EOS...)
 	}
 	stop = append(stop, o.StopTokenIDs...)
 	resc := e.sched.Submit(&sched.Request{Ctx: ctx, Prompt: r.Prompt, MaxNew: r.maxNew, Sampling: o.Sampling,
-		Stop: stop, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push})
+		Stop: stop, MinNew: o.MinTokens, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push})
 	var res sched.Result
 	for done := false; !done; {
 		select {

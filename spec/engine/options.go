@@ -66,6 +66,19 @@ type GenerateOptions struct {
 	// StopTokenIDs end the generation too (not part of it), IgnoreEOS or not (vLLM's
 	// stop_token_ids): at most MaxStopTokenIDs ids of the vocabulary.
 	StopTokenIDs []int
+	// MinTokens holds back the end-of-sequence and stop tokens and the stop strings until that
+	// many tokens are generated (vLLM's min_tokens; at most MaxTokens when that is set).
+	MinTokens int
+	// IncludeStopStr keeps the stop string that ended the text in it (vLLM's
+	// include_stop_str_in_output).
+	IncludeStopStr bool
+	// KeepSpecialTokens writes special tokens (an end-of-sequence token generated with
+	// IgnoreEOS, chat markers) into the text as their strings; by default they give no text
+	// (vLLM's skip_special_tokens, true by default). With it, each is set apart from the text
+	// around it by a space, as Hugging Face's decode does, unless NoSpecialTokenSpaces (vLLM's
+	// spaces_between_special_tokens false).
+	KeepSpecialTokens    bool
+	NoSpecialTokenSpaces bool
 	// TruncatePromptTokens keeps only the prompt's last n tokens (vLLM's
 	// truncate_prompt_tokens; -1: as many as the context leaves room for; 0: off).
 	TruncatePromptTokens int
@@ -141,6 +154,8 @@ func (o *GenerateOptions) Validate(vocab int) error {
 		return invalid("stop", "stop: %d strings, at most %d", len(o.Stop), MaxStops)
 	case len(o.StopTokenIDs) > MaxStopTokenIDs:
 		return invalid("stop_token_ids", "stop_token_ids: %d ids, at most %d", len(o.StopTokenIDs), MaxStopTokenIDs)
+	case o.MinTokens < 0 || (o.MaxTokens > 0 && o.MinTokens > o.MaxTokens):
+		return invalid("min_tokens", "min_tokens %d: want 0..max_tokens (%d)", o.MinTokens, o.MaxTokens)
 	case o.TruncatePromptTokens < -1:
 		return invalid("truncate_prompt_tokens", "truncate_prompt_tokens %d: want -1 (the context), 0 (off) or at least 1", o.TruncatePromptTokens)
 	}

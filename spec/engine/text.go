@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,10 +14,12 @@ import (
 // back what could still become a stop string, and cuts the text (and the tokens) at the first
 // stop string, which is not part of the output.
 type textStream struct {
-	dec    *weights.StreamDecoder
-	stops  []string
-	onText func(string)
-	hold   int // bytes held back: the longest stop string, less one
+	dec       *weights.StreamDecoder
+	stops     []string
+	minTokens int  // a stop string counts once the token completing it is the minTokens-th or later
+	include   bool // the stop string stays in the text
+	onText    func(string)
+	hold      int // bytes held back: the longest stop string, less one
 
 	mu      sync.Mutex
 	pending []int
@@ -30,9 +33,13 @@ type textStream struct {
 	matched bool
 }
 
-func newTextStream(tok *weights.Tokenizer, stops []string, onText func(string)) *textStream {
-	ts := &textStream{dec: weights.NewStreamDecoder(tok), stops: stops, onText: onText, wake: make(chan struct{}, 1)}
-	for _, s := range stops {
+func newTextStream(tok *weights.Tokenizer, o GenerateOptions, onText func(string)) *textStream {
+	ts := &textStream{dec: weights.NewStreamDecoder(tok), stops: o.Stop, minTokens: o.MinTokens, include: o.IncludeStopStr,
+		onText: onText, wake: make(chan struct{}, 1)}
+	if o.KeepSpecialTokens {
+		ts.dec.KeepSpecial(!o.NoSpecialTokenSpaces)
+	}
+	for _, s := range o.Stop {
 		ts.hold = max(ts.hold, len(s)-1)
 	}
 	return ts
@@ -86,27 +93,26 @@ func (ts *textStream) flush(final bool) {
 }
 
 // cut looks for a stop string in the text not yet passed on (and what it may straddle) and,
-// at the first one, drops it and all after, keeping the tokens up to the one that completed it.
+// at the first one completed by the minTokens-th token or a later one, drops all after it (it
+// too, unless include), keeping the tokens up to the one that completed it.
 func (ts *textStream) cut() {
-	if len(ts.stops) == 0 || ts.matched {
+	if len(ts.stops) == 0 || ts.matched || len(ts.ends) < ts.minTokens {
 		return
 	}
 	s := ts.text.String()
 	from := max(0, ts.sent-ts.hold)
-	at := -1
+	at, end := -1, 0
 	for _, stop := range ts.stops {
-		if stop == "" {
-			continue
-		}
-		if i := strings.Index(s[from:], stop); i >= 0 && (at < 0 || from+i < at) {
-			at = from + i
-			end := at + len(stop)
-			for k, e := range ts.ends {
-				if e >= end {
-					ts.kept = k + 1
-					break
-				}
+		for i := from; i <= len(s)-len(stop); {
+			j := strings.Index(s[i:], stop)
+			if j < 0 || (at >= 0 && i+j >= at) {
+				break
 			}
+			if k := ts.completedBy(i + j + len(stop)); k+1 >= ts.minTokens {
+				at, end, ts.kept = i+j, i+j+len(stop), k+1
+				break
+			}
+			i += j + 1
 		}
 	}
 	if at < 0 {
@@ -114,6 +120,15 @@ func (ts *textStream) cut() {
 	}
 	ts.matched = true
 	ts.stopped.Store(true)
+	if ts.include {
+		at = end
+	}
 	ts.text.Reset()
 	ts.text.WriteString(s[:at])
+}
+
+// completedBy is the index of the token whose text reaches byte end.
+func (ts *textStream) completedBy(end int) int {
+	k, _ := slices.BinarySearch(ts.ends, end)
+	return min(k, len(ts.ends)-1)
 }

@@ -274,6 +274,9 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 	plans := make([]spec.PlanSeq, len(decoding))
 	for i, j := range decoding {
 		room := min(spec.DraftRoom(j.req.MaxNew, len(j.res.Tokens), s.lim.MaxSeq, len(j.ctx)), s.lim.MaxDraft)
+		if n := len(j.res.Tokens); n < j.req.MinNew { // every row of the step holds Stop back
+			room = min(room, j.req.MinNew-1-n)
+		}
 		plans[i] = spec.PlanSeq{MaxK: min(j.req.K, room)}
 		if j.seq.drafter != nil && !j.req.FixedK {
 			plans[i].Acc = &j.seq.acc
@@ -310,6 +313,7 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 			k = 0
 		}
 		st.decoding = true
+		j.holdStops()
 		budget -= 1 + k
 		logitBudget -= 1 + k
 		steps = append(steps, batch.SeqStep{Seq: st.seq, Tokens: []int{j.ctx[len(j.ctx)-1]}, Sample: true,
@@ -334,6 +338,7 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 		st.decoding = false
 		var adj []batch.Adj
 		if last {
+			j.holdStops()
 			adj = j.adj.List()
 		}
 		steps = append(steps, batch.SeqStep{Seq: st.seq, Tokens: j.ctx[st.fed : st.fed+n],
@@ -464,7 +469,7 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 	}
 	j.adj.Generated(out.Tokens...)
 	for i, tok := range out.Tokens {
-		if slices.Contains(j.req.Stop, tok) {
+		if slices.Contains(j.req.Stop, tok) && len(j.res.Tokens) >= j.req.MinNew {
 			s.finish(j, spec.FinishStop, nil)
 			return
 		}
@@ -488,6 +493,10 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 		s.finish(j, spec.FinishContextFull, nil)
 	}
 }
+
+// holdStops bans the job's stop tokens from the step it is planned into while it has fewer
+// than MinNew tokens (plan keeps such a step's rows all before that point).
+func (j *job) holdStops() { j.adj.Ban(j.req.Stop, len(j.res.Tokens) < j.req.MinNew) }
 
 // release frees a job's sequence and drafter; its context stays, to be recomputed.
 func (s *Scheduler) release(j *job) {

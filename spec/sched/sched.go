@@ -28,6 +28,9 @@ type Request struct {
 	MaxNew   int             // new tokens at most (>= 1)
 	Sampling batch.Sampling
 	Stop     []int // token ids that end it (not in the output)
+	// MinNew holds Stop back until that many tokens are generated (vLLM's min_tokens): they
+	// cannot be drawn before, and a step then verifies no draft past that point.
+	MinNew int
 	// K is the most tokens drafted per step (0: no speculation; the scheduler drafts fewer
 	// when they do not pay, unless FixedK).
 	K      int

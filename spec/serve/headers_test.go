@@ -157,6 +157,14 @@ func TestVLLMStopAndTruncateFields(t *testing.T) {
 	if stopped.Choices[0].FinishReason != "stop" || len(stopped.Choices[0].Text) >= len(plain.Choices[0].Text) {
 		t.Errorf("stop_token_ids: %+v, the plain text %q", stopped.Choices[0], plain.Choices[0].Text)
 	}
+	// The issue's request: ignore_eos, min_tokens and a token-id prompt, with the rest of
+	// vLLM's text fields.
+	ids := mustJSON(t, f.e.Tokenizer().Encode("Once upon a time", true))
+	mixed := post(`{"prompt": ` + ids + `, "max_tokens": 12, "min_tokens": 12, "temperature": 0, "ignore_eos": true,
+		"include_stop_str_in_output": true, "skip_special_tokens": true, "spaces_between_special_tokens": false}`)
+	if mixed.Choices[0].Text != plain.Choices[0].Text || mixed.Usage.PromptTokens != 5 {
+		t.Errorf("token-id prompt with min_tokens: %q (%d prompt tokens), the text prompt's %q", mixed.Choices[0].Text, mixed.Usage.PromptTokens, plain.Choices[0].Text)
+	}
 	if tr := post(`{"prompt": "Once upon a time there was a girl", "max_tokens": 2, "truncate_prompt_tokens": 3}`); tr.Usage.PromptTokens != 3 {
 		t.Errorf("truncate_prompt_tokens 3: %d prompt tokens", tr.Usage.PromptTokens)
 	}

@@ -37,6 +37,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"token id outside the vocabulary", "/v1/completions", `{"prompt": [1, 2, 32000]}`, "prompt", codeInvalidValue},
 		{"fractional token id", "/v1/completions", `{"prompt": [1, 2.5]}`, "prompt", codeInvalidType},
 		{"stop_token_ids outside the vocabulary", "/v1/completions", `{"prompt": "a", "stop_token_ids": [32000]}`, "stop_token_ids", codeInvalidValue},
+		{"min_tokens over max_tokens", "/v1/completions", `{"prompt": "a", "max_tokens": 2, "min_tokens": 3}`, "min_tokens", codeInvalidValue},
+		{"string for skip_special_tokens", "/v1/completions", `{"prompt": "a", "skip_special_tokens": "no"}`, "skip_special_tokens", codeInvalidType},
 		{"truncate_prompt_tokens -2", "/v1/completions", `{"prompt": "a", "truncate_prompt_tokens": -2}`, "truncate_prompt_tokens", codeInvalidValue},
 		{"empty token-id prompt", "/v1/completions", `{"prompt": [[1], []]}`, "prompt", codeInvalidValue},
 		{"negative max_tokens", "/v1/completions", `{"prompt": "a", "max_tokens": -1}`, "max_tokens", codeInvalidValue},

@@ -38,7 +38,10 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		return nil, nil, modelNotFound(f.Model, s.name)
 	}
 	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam}
-	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens}
+	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens,
+		MinTokens: f.MinTokens, IncludeStopStr: f.IncludeStopStrInOutput,
+		KeepSpecialTokens:    f.SkipSpecialTokens != nil && !*f.SkipSpecialTokens,
+		NoSpecialTokenSpaces: f.SpacesBetweenSpecialTokens != nil && !*f.SpacesBetweenSpecialTokens}
 	if f.StreamOptions != nil {
 		if !f.Stream {
 			return nil, nil, invalid("stream_options", codeInvalidValue, "stream_options: only allowed when stream is true")

@@ -27,6 +27,13 @@ type samplingFields struct {
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 	IgnoreEOS         bool     `json:"ignore_eos"`
 	StopTokenIDs      []int    `json:"stop_token_ids"`
+	MinTokens         int      `json:"min_tokens"`
+	// IncludeStopStrInOutput keeps the stop string that ended a choice in its text.
+	IncludeStopStrInOutput bool `json:"include_stop_str_in_output"`
+	// SkipSpecialTokens (default true) leaves special tokens out of the text;
+	// SpacesBetweenSpecialTokens (default true) sets them apart by spaces when they are in.
+	SkipSpecialTokens          *bool `json:"skip_special_tokens"`
+	SpacesBetweenSpecialTokens *bool `json:"spaces_between_special_tokens"`
 	// TruncatePromptTokens keeps the prompt's last n tokens (-1: as many as fit).
 	TruncatePromptTokens int `json:"truncate_prompt_tokens"`
 	// wspec's extension: per-request speculation.
