@@ -28,6 +28,7 @@ func runServe(args []string) error {
 	name := fs.String("served-model-name", "", "the model's name in the API (default: the model folder's name)")
 	chatTemplate := fs.String("chat-template", "", "Jinja chat template (a file, or the template) instead of the model's")
 	maxBody := fs.Int64("max-request-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted (larger: 413)")
+	origins := fs.String("allowed-origins", "", "web origins whose pages may call the server (CORS): comma-separated or a JSON list; \"*\" for any (default: none)")
 	drain := fs.Duration("shutdown-timeout", serve.DefaultDrainTimeout, "on SIGTERM, how long running requests may finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics.\n\nflags:\n%s", fs.FlagUsages())
@@ -49,6 +50,10 @@ func runServe(args []string) error {
 		return fmt.Errorf("--max-request-bytes %d: want at least 1", *maxBody)
 	case *drain < 0:
 		return fmt.Errorf("--shutdown-timeout %v: want 0 or more", *drain)
+	}
+	allowed, err := serve.ParseOrigins(*origins)
+	if err != nil {
+		return fmt.Errorf("--allowed-origins: %w", err)
 	}
 	if *apiKey == "" {
 		*apiKey = os.Getenv("WSPEC_API_KEY")
@@ -78,7 +83,7 @@ func runServe(args []string) error {
 	}
 	defer e.Close()
 	s, err := serve.New(e, serve.Config{ModelName: *name, APIKey: *apiKey, MaxBodyBytes: *maxBody, DrainTimeout: *drain,
-		ChatTemplate: *chatTemplate, Metrics: metrics})
+		ChatTemplate: *chatTemplate, AllowedOrigins: allowed, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,12 @@ package serve
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strings"
 )
 
 // modelNotFound is the 404 for a model this server does not serve, as OpenAI and vLLM answer
@@ -15,22 +18,72 @@ func modelNotFound(id, served string) *apiError {
 		Message: fmt.Sprintf("The model `%s` does not exist (this server serves %q).", id, served)}
 }
 
-// cors lets a web page of any origin call the server, as vLLM's default --allowed-origins '*'
-// does: every reply says so, and a preflight (OPTIONS with Access-Control-Request-Method) gets
-// a 204 naming the methods and the headers asked for. It reports whether it answered.
-func cors(w http.ResponseWriter, r *http.Request) bool {
+// ParseOrigins reads the --allowed-origins value: origins separated by commas, or vLLM's JSON
+// list ('["https://app.example"]'); "*" allows every origin. Each other origin is a scheme and a
+// host (with a port where one is given), as browsers send it, with no path.
+func ParseOrigins(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	var list []string
+	if strings.HasPrefix(v, "[") {
+		if err := json.Unmarshal([]byte(v), &list); err != nil {
+			return nil, fmt.Errorf("allowed origins %q: not a JSON list of strings: %v", v, err)
+		}
+	} else if v != "" {
+		list = strings.Split(v, ",")
+	}
+	for i, o := range list {
+		o = strings.TrimSpace(o)
+		list[i] = o
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return nil, fmt.Errorf("allowed origin %q: want \"*\" or scheme://host[:port], as a browser's Origin header says it", o)
+		}
+		list[i] = strings.TrimSuffix(o, "/")
+	}
+	return list, nil
+}
+
+// cors answers what a web page's requests ask of Cross-Origin Resource Sharing, for the origins
+// of Config.AllowedOrigins (none by default): a reply to an allowed origin says it may read
+// it (and the X-Request-Id); a preflight (OPTIONS with Access-Control-Request-Method) from one
+// gets a 204 naming the methods and the headers asked for, from any other origin a 400 (as
+// vLLM's server answers). It reports whether it answered.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+	if origin == "" {
+		return false
+	}
 	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
+	h.Add("Vary", "Origin")
+	allow := ""
+	for _, o := range s.cfg.AllowedOrigins {
+		if o == "*" || o == origin {
+			allow = o
+			break
+		}
+	}
+	if allow == "" {
+		if preflight {
+			writeError(w, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: codeInvalidValue,
+				Message: fmt.Sprintf("Disallowed CORS origin %q (serve --allowed-origins)", origin)})
+		}
+		return preflight
+	}
+	h.Set("Access-Control-Allow-Origin", allow)
 	h.Set("Access-Control-Expose-Headers", "X-Request-Id")
-	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+	if !preflight {
 		return false
 	}
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	allow := r.Header.Get("Access-Control-Request-Headers")
-	if allow == "" {
-		allow = "Authorization, Content-Type"
+	hdrs := r.Header.Get("Access-Control-Request-Headers")
+	if hdrs == "" {
+		hdrs = "Authorization, Content-Type"
 	}
-	h.Set("Access-Control-Allow-Headers", allow)
+	h.Set("Access-Control-Allow-Headers", hdrs)
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return true

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,23 +40,49 @@ func TestUnknownModel404(t *testing.T) {
 	}
 }
 
-// A browser page may call the server: a preflight is answered (204, without the API key) with
-// the methods and the headers asked for, and every reply allows any origin and exposes its
-// X-Request-Id, which is the client's when it sent one.
+// A browser page of an allowed origin may call the server: a preflight is answered (204,
+// without the API key) with the methods and the headers asked for, and every reply allows that
+// origin and exposes its X-Request-Id, which is the client's when it sent one. A page of any
+// other origin gets no such headers (its browser keeps the reply from it), and its preflight a
+// 400; so does every page when no origin is allowed (the default).
 func TestCORSAndRequestID(t *testing.T) {
 	f := specServer(t)
-	res := f.do(t, "OPTIONS", "/v1/chat/completions", "", map[string]string{"Origin": "http://example.com",
-		"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type"})
+	preflight := func(h http.Handler, origin string) *http.Response {
+		req := httptest.NewRequest("OPTIONS", "/v1/chat/completions", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	res := preflight(f.s.Handler(), allowedOrigin)
 	h := res.Header
-	if res.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "*" ||
+	if res.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != allowedOrigin ||
 		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") || h.Get("Access-Control-Allow-Headers") != "authorization, content-type" {
 		t.Errorf("preflight: %d %v", res.StatusCode, h)
 	}
-	res.Body.Close()
-	res = f.do(t, "POST", "/v1/completions", `{"prompt": "Once", "max_tokens": 2}`, map[string]string{"Origin": "http://example.com", "X-Request-Id": "abc-123"})
-	if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != "*" || res.Header.Get("X-Request-Id") != "abc-123" ||
+	other, err := New(f.e, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		h      http.Handler
+		origin string
+	}{{f.s.Handler(), "http://evil.example"}, {f.s.Handler(), "http://app.example"}, {other.Handler(), allowedOrigin}} {
+		if res := preflight(c.h, c.origin); res.StatusCode != http.StatusBadRequest || res.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight from %s: %d %v", c.origin, res.StatusCode, res.Header)
+		}
+	}
+	res = f.do(t, "POST", "/v1/completions", `{"prompt": "Once", "max_tokens": 2}`, map[string]string{"Origin": allowedOrigin, "X-Request-Id": "abc-123"})
+	if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != allowedOrigin || res.Header.Get("X-Request-Id") != "abc-123" ||
 		!strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "X-Request-Id") {
 		t.Errorf("completion: %d %v", res.StatusCode, res.Header)
+	}
+	res.Body.Close()
+	res = f.do(t, "GET", "/v1/models", "", map[string]string{"Origin": "http://evil.example"})
+	if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("a request from another origin: %d %v", res.StatusCode, res.Header)
 	}
 	res.Body.Close()
 	a, b := f.do(t, "GET", "/health", "", nil), f.do(t, "GET", "/health", "", nil)
@@ -63,6 +91,26 @@ func TestCORSAndRequestID(t *testing.T) {
 	}
 	a.Body.Close()
 	b.Body.Close()
+}
+
+// --allowed-origins: a comma list or vLLM's JSON list; "*"; origins only.
+func TestParseOrigins(t *testing.T) {
+	for v, want := range map[string][]string{
+		"":      nil,
+		"*":     {"*"},
+		`["*"]`: {"*"},
+		"http://a.example, https://b.example:8443/": {"http://a.example", "https://b.example:8443"},
+		`["http://localhost:3000"]`:                 {"http://localhost:3000"},
+	} {
+		if got, err := ParseOrigins(v); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%q: %q %v, want %q", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"example.com", "http://a.example/path", "ftp://a.example", `["a"`, "http://"} {
+		if got, err := ParseOrigins(v); err == nil {
+			t.Errorf("%q: %q, want an error", v, got)
+		}
+	}
 }
 
 // GET /version answers {"version": ...} as vLLM's does.

@@ -54,8 +54,12 @@ func TestMain(m *testing.M) {
 
 // specServer is the tests' main server: stories15M with ngram speculation (k 4), an API key.
 func specServer(t testing.TB) *fixture {
-	return load(t, "ngram", engine.Options{Speculative: &spec.Config{Mode: "ngram", NumSpeculativeTokens: 4}}, Config{APIKey: testKey})
+	return load(t, "ngram", engine.Options{Speculative: &spec.Config{Mode: "ngram", NumSpeculativeTokens: 4}}, Config{APIKey: testKey,
+		AllowedOrigins: []string{allowedOrigin}})
 }
+
+// allowedOrigin is the one web origin specServer lets call it.
+const allowedOrigin = "http://app.example:8080"
 
 // load starts (once per name) a server on an engine loaded with o.
 func load(t testing.TB, name string, o engine.Options, c Config) *fixture {

@@ -43,6 +43,10 @@ type Config struct {
 	// ChatTemplate, when set, is a Jinja chat template (a file, or the template itself) used
 	// instead of the model's.
 	ChatTemplate string
+	// AllowedOrigins are the web origins whose pages may call the server (CORS): "*" is any;
+	// none by default, so a page elsewhere cannot read the replies (ParseOrigins reads the
+	// flag).
+	AllowedOrigins []string
 	// Metrics are the server's metrics (nil: made here, without the engine's step counters:
 	// pass a Metrics' OnStep to engine.Options to have them).
 	Metrics *Metrics
@@ -150,9 +154,9 @@ var errShuttingDown = &apiError{Status: http.StatusServiceUnavailable, Type: "se
 	Message: "the server is shutting down"}
 
 // guard wraps every request: a panic is a 500 (a last resort: requests are validated
-// first), every reply carries CORS headers and an X-Request-Id, a CORS preflight is answered
-// without the API key, /v1 requests need the API key when one is set, and none is taken while
-// draining.
+// first), every reply carries an X-Request-Id (and CORS headers for an allowed origin), a CORS
+// preflight is answered without the API key, /v1 requests need the API key when one is set,
+// and none is taken while draining.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -165,7 +169,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}()
 		requestID(w, r)
-		if cors(w, r) {
+		if s.cors(w, r) {
 			return // a preflight, answered
 		}
 		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
