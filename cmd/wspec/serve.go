@@ -29,6 +29,9 @@ func runServe(args []string) error {
 	chatTemplate := fs.String("chat-template", "", "Jinja chat template (a file, or the template) instead of the model's")
 	maxBody := fs.Int64("max-request-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted (larger: 413)")
 	origins := fs.String("allowed-origins", "", "web origins whose pages may call the server (CORS): comma-separated or a JSON list; \"*\" for any (default: none)")
+	maxConns := fs.Int("max-connections", serve.DefaultMaxConnections, "open connections at most (one more is answered 503 and closed)")
+	bodyTimeout := fs.Duration("request-body-timeout", serve.DefaultBodyTimeout, "how long a request's body may take to arrive (slower: 408)")
+	noAccessLog := fs.Bool("disable-access-log", false, "do not log a line per request to stderr")
 	drain := fs.Duration("shutdown-timeout", serve.DefaultDrainTimeout, "on SIGTERM, how long running requests may finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics.\n\nflags:\n%s", fs.FlagUsages())
@@ -48,6 +51,10 @@ func runServe(args []string) error {
 		return fmt.Errorf("--port %d: want 0..65535", *port)
 	case *maxBody < 1:
 		return fmt.Errorf("--max-request-bytes %d: want at least 1", *maxBody)
+	case *maxConns < 1:
+		return fmt.Errorf("--max-connections %d: want at least 1", *maxConns)
+	case *bodyTimeout <= 0:
+		return fmt.Errorf("--request-body-timeout %v: want more than 0", *bodyTimeout)
 	case *drain < 0:
 		return fmt.Errorf("--shutdown-timeout %v: want 0 or more", *drain)
 	}
@@ -82,8 +89,12 @@ func runServe(args []string) error {
 		return err
 	}
 	defer e.Close()
-	s, err := serve.New(e, serve.Config{ModelName: *name, APIKey: *apiKey, MaxBodyBytes: *maxBody, DrainTimeout: *drain,
-		ChatTemplate: *chatTemplate, AllowedOrigins: allowed, Metrics: metrics})
+	sc := serve.Config{ModelName: *name, APIKey: *apiKey, MaxBodyBytes: *maxBody, DrainTimeout: *drain,
+		ChatTemplate: *chatTemplate, AllowedOrigins: allowed, Metrics: metrics, MaxConnections: *maxConns, BodyTimeout: *bodyTimeout}
+	if !*noAccessLog {
+		sc.AccessLog = os.Stderr
+	}
+	s, err := serve.New(e, sc)
 	if err != nil {
 		return err
 	}

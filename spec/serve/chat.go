@@ -13,7 +13,7 @@ import (
 // template, and the prompt it renders is generated from as a completion is.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

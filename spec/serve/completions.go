@@ -10,7 +10,7 @@ const defaultCompletionTokens = 16
 // handleCompletions serves POST /v1/completions.
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -7,25 +7,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/wspec/wspec/spec/engine"
 )
 
-// decodeBody reads a request body of at most limit bytes and decodes it strictly into v: it
-// must be valid UTF-8 and one JSON object whose fields v names, each of the right type.
-// Every failure is a 400 naming the field where one is at fault (413 for a body too large).
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+// decodeBody reads a request body of at most Config.MaxBodyBytes and decodes it strictly into
+// v: it must be valid UTF-8 and one JSON object whose fields v names, each of the right type.
+// Every failure is a 400 naming the field where one is at fault (413 for a body too large, 408
+// for one slower than Config.BodyTimeout, 503 for one cut off by a drain).
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: codeTooLarge,
-				Message: fmt.Sprintf("the request body is larger than %d bytes", limit)}
-		}
-		return invalid("", codeInvalidJSON, "reading the request body: %v", err)
+		return err
 	}
 	if !utf8.Valid(body) {
 		return invalid("", codeInvalidJSON, "the request body is not valid UTF-8")
@@ -42,6 +40,46 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		return invalid("", codeInvalidJSON, "the request body has data after its JSON object")
 	}
 	return nil
+}
+
+// readBody reads the body within Config.BodyTimeout, then lifts the deadline (the connection
+// is still read while the reply is written, to notice a client that goes away). A drain cuts
+// the bodies still arriving. After a failure the deadline stays, so that the server does not
+// wait for the rest of the body before closing the connection.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	s.reading.Store(rc, struct{}{})
+	if s.draining.Load() {
+		_ = rc.SetReadDeadline(time.Now())
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	s.reading.Delete(rc)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		_ = rc.SetReadDeadline(time.Time{})
+		return body, nil
+	case errors.As(err, &tooLarge):
+		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: codeTooLarge,
+			Message: fmt.Sprintf("the request body is larger than %d bytes", s.cfg.MaxBodyBytes)}
+	case s.draining.Load():
+		w.Header().Set("Connection", "close")
+		return nil, errShuttingDown
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return nil, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: codeBodyTimeout,
+			Message: fmt.Sprintf("the request body took longer than %v to arrive", s.cfg.BodyTimeout)}
+	}
+	return nil, invalid("", codeInvalidJSON, "reading the request body: %v", err)
+}
+
+// cutBodies makes the bodies still arriving fail now (a drain does not wait for them).
+func (s *Server) cutBodies() {
+	s.reading.Range(func(k, _ any) bool {
+		_ = k.(*http.ResponseController).SetReadDeadline(time.Now())
+		return true
+	})
 }
 
 // jsonError turns encoding/json's errors into a 400 naming the field.

@@ -27,20 +27,22 @@ func (e *apiError) Error() string {
 
 // Error codes (the "code" of the error object).
 const (
-	codeInvalidJSON     = "invalid_json"
-	codeInvalidType     = "invalid_type"
-	codeUnknownField    = "unknown_field"
-	codeInvalidValue    = "invalid_value"
-	codeMissing         = "missing_required_parameter"
-	codeUnsupported     = "unsupported_parameter"
-	codeModelNotFound   = "model_not_found"
-	codeContextLength   = "context_length_exceeded"
-	codeTooLarge        = "request_too_large"
-	codeInvalidAPIKey   = "invalid_api_key"
-	codeShuttingDown    = "server_shutting_down"
-	codeInternal        = "internal_error"
-	codeNotFound        = "not_found"
-	codeMethodNotAllowd = "method_not_allowed"
+	codeInvalidJSON        = "invalid_json"
+	codeInvalidType        = "invalid_type"
+	codeUnknownField       = "unknown_field"
+	codeInvalidValue       = "invalid_value"
+	codeMissing            = "missing_required_parameter"
+	codeUnsupported        = "unsupported_parameter"
+	codeModelNotFound      = "model_not_found"
+	codeContextLength      = "context_length_exceeded"
+	codeTooLarge           = "request_too_large"
+	codeInvalidAPIKey      = "invalid_api_key"
+	codeShuttingDown       = "server_shutting_down"
+	codeTooManyConnections = "too_many_connections"
+	codeBodyTimeout        = "request_timeout"
+	codeInternal           = "internal_error"
+	codeNotFound           = "not_found"
+	codeMethodNotAllowd    = "method_not_allowed"
 )
 
 // invalid is a 400 invalid_request_error about param.

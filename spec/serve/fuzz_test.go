@@ -18,14 +18,14 @@ func (s *Server) validate(path string, body []byte) error {
 	w := httptest.NewRecorder()
 	if path == "/v1/completions" {
 		var req completionRequest
-		if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		if err := s.decodeBody(w, r, &req); err != nil {
 			return err
 		}
 		_, err := s.completionRequest(&req)
 		return err
 	}
 	var req chatRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
 	_, err := s.chatRequest(&req)

@@ -14,11 +14,13 @@ import (
 const afterCancelGrace = 5 * time.Second
 
 // Serve serves HTTP on ln until ctx is done (the serve command cancels it on SIGTERM or
-// SIGINT), then drains: it stops accepting connections and answers requests on open ones
-// with a 503, lets the running requests finish within Config.DrainTimeout, then cancels those
+// SIGINT), then drains: it keeps accepting connections but answers every new request, and
+// /health, with a 503 (so a load balancer sees the drain), cuts off request bodies still
+// arriving, lets the running requests finish within Config.DrainTimeout, then cancels those
 // still running (their generations end within one engine step; a streamed one gets an error
-// event, a whole one a 503) and returns nil. It returns early only if ln fails. The caller
-// closes the engine afterwards.
+// event, a whole one a 503), closes the listener and returns nil. It returns early only if ln
+// fails. The caller closes the engine afterwards. Past Config.MaxConnections open connections,
+// a new one is answered 503 and closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -26,7 +28,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(&limitListener{Listener: ln, max: int64(s.cfg.MaxConnections)}) }()
 	select {
 	case err := <-errc:
 		return err
@@ -35,20 +37,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return s.drain(hs, errc)
 }
 
+// drainPoll is how often a drain looks whether the running requests are done.
+const drainPoll = 20 * time.Millisecond
+
 // drain is Serve's shutdown path.
 func (s *Server) drain(hs *http.Server, errc <-chan error) error {
 	s.Drain()
+	hs.SetKeepAlivesEnabled(false) // each open connection closes after its next reply
 	t0 := time.Now()
-	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-	defer cancel()
-	if err := hs.Shutdown(dctx); err != nil {
+	if !s.waitIdle(s.cfg.DrainTimeout) {
 		log.Printf("serve: requests still running after %v: cancelling them", s.cfg.DrainTimeout)
 		s.Cancel()
-		gctx, cancel := context.WithTimeout(context.Background(), afterCancelGrace)
-		defer cancel()
-		if err := hs.Shutdown(gctx); err != nil {
-			hs.Close()
-		}
+		s.waitIdle(afterCancelGrace)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), afterCancelGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -57,9 +62,24 @@ func (s *Server) drain(hs *http.Server, errc <-chan error) error {
 	return nil
 }
 
-// Drain makes the server refuse new requests (503) and /health report 503; running ones go
-// on. Serve calls it when told to stop.
-func (s *Server) Drain() { s.draining.Store(true) }
+// waitIdle waits until no request is being handled, at most d; it reports whether none is.
+func (s *Server) waitIdle(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for s.active.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(drainPoll)
+	}
+	return true
+}
+
+// Drain makes the server refuse new requests (503), /health report 503 and the request bodies
+// still arriving fail; running ones go on. Serve calls it when told to stop.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.cutBodies()
+}
 
 // Cancel cancels every running generation: each ends within one engine step, its KV pages
 // freed, and its client gets a 503 or, streaming, an error event.

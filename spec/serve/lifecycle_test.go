@@ -16,7 +16,13 @@ import (
 // Serve's context, and the returned channel gets Serve's result.
 func serveOn(t *testing.T, f *fixture, drain time.Duration) (url string, stop context.CancelFunc, served <-chan error) {
 	t.Helper()
-	s, err := New(f.e, Config{DrainTimeout: drain})
+	return serveWith(t, f, Config{DrainTimeout: drain})
+}
+
+// serveWith is serveOn with a Config of the test's.
+func serveWith(t *testing.T, f *fixture, c Config) (url string, stop context.CancelFunc, served <-chan error) {
+	t.Helper()
+	s, err := New(f.e, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +65,9 @@ func rest(sc *bufio.Scanner) []string {
 	return out
 }
 
-// Told to stop, Serve stops accepting and lets a running request finish within the bound: the
-// stream completes, Serve returns nil, and new connections are refused.
+// Told to stop, Serve answers new connections' requests and /health with a 503 while it lets
+// a running request finish within the bound: the stream completes, Serve returns nil, and new
+// connections are refused after that.
 func TestServeDrains(t *testing.T) {
 	f := specServer(t)
 	url, stop, served := serveOn(t, f, 30*time.Second)
@@ -68,6 +75,25 @@ func TestServeDrains(t *testing.T) {
 	defer closeBody()
 	t0 := time.Now()
 	stop()
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
+		fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := fresh.Get(url + "/health")
+		if err != nil {
+			t.Fatalf("a new connection while draining: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health still %d after the stop", resp.StatusCode)
+		}
+	}
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "a"}`))
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a completion on a new connection while draining: %v %v", err, resp)
+	}
+	resp.Body.Close()
 	events := rest(sc)
 	if len(events) < 2 || events[len(events)-1] != "[DONE]" || !strings.Contains(events[len(events)-2], `"finish_reason":"length"`) {
 		t.Fatalf("the stream running at the stop ended with %q", events)

@@ -10,11 +10,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +42,14 @@ type Config struct {
 	// DrainTimeout bounds how long Serve lets running requests finish once told to stop,
 	// before it cancels them (0: DefaultDrainTimeout).
 	DrainTimeout time.Duration
+	// BodyTimeout bounds how long a request's body may take to arrive (0:
+	// DefaultBodyTimeout); a slower one gets a 408.
+	BodyTimeout time.Duration
+	// MaxConnections bounds the open connections (0: DefaultMaxConnections); one more is
+	// answered 503 and closed.
+	MaxConnections int
+	// AccessLog, when set, gets a line per request once it is answered (accessLog).
+	AccessLog io.Writer
 	// ChatTemplate, when set, is a Jinja chat template (a file, or the template itself) used
 	// instead of the model's.
 	ChatTemplate string
@@ -66,6 +76,8 @@ type Server struct {
 	keyHash [32]byte
 
 	draining atomic.Bool     // Serve was told to stop: new requests get a 503
+	active   atomic.Int64    // requests being handled
+	reading  sync.Map        // *http.ResponseController -> struct{}: bodies being read
 	hardStop context.Context // cancelled when the drain runs out of time
 	stopAll  context.CancelFunc
 }
@@ -78,6 +90,12 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.ModelName == "" {
 		c.ModelName = filepath.Base(info.Dir)
@@ -158,7 +176,15 @@ var errShuttingDown = &apiError{Status: http.StatusServiceUnavailable, Type: "se
 // preflight is answered without the API key, /v1 requests need the API key when one is set,
 // and none is taken while draining.
 func (s *Server) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.active.Add(1) // before the drain is looked at: a drain waits for every request past this
+		defer s.active.Add(-1)
+		var w http.ResponseWriter = rw
+		if s.cfg.AccessLog != nil {
+			sw, t0 := &statusWriter{ResponseWriter: rw}, time.Now()
+			defer func() { accessLog(s.cfg.AccessLog, r, sw, time.Since(t0)) }()
+			w = sw
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

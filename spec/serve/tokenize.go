@@ -30,7 +30,7 @@ type detokenizeReply struct {
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -55,7 +55,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	var req detokenizeRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
