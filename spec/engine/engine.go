@@ -290,6 +290,8 @@ type Info struct {
 	// ChatTemplate is a GGUF file's chat template ("" for a folder, whose tokenizer_config.json
 	// or chat_template.jinja holds it).
 	ChatTemplate string
+	// PrefixCaching says whether full KV pages are kept and shared across sequences.
+	PrefixCaching bool
 }
 
 // Info describes the engine (it is not an error to ask after Close).
@@ -303,6 +305,7 @@ func (e *Engine) Info() Info {
 	}
 	if e.target != nil {
 		i.Dispatches = e.target.Dispatches()
+		i.PrefixCaching = e.target.Pool().PrefixCaching()
 	}
 	return i
 }

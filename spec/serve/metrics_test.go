@@ -90,3 +90,48 @@ func TestMetricsMove(t *testing.T) {
 		}
 	}
 }
+
+// The per-request series count a request with n 2: its n once, its max_tokens once, and each
+// choice's prompt and generated tokens and phase times; vllm:cache_config_info names the KV
+// cache's settings.
+func TestMetricsPerRequest(t *testing.T) {
+	f := specServer(t)
+	count := func(name string) float64 { return f.metric(t, `vllm:`+name+`_count{engine="0",model_name="stories15M"}`) }
+	sum := func(name string) float64 { return f.metric(t, `vllm:`+name+`_sum{engine="0",model_name="stories15M"}`) }
+	names := []string{"request_params_n", "request_params_max_tokens", "request_prompt_tokens", "request_generation_tokens",
+		"request_prefill_time_seconds", "request_decode_time_seconds", "request_inference_time_seconds"}
+	before, beforeSum := map[string]float64{}, map[string]float64{}
+	for _, n := range names {
+		before[n], beforeSum[n] = count(n), sum(n)
+	}
+	res := f.do(t, "POST", "/v1/completions", `{"prompt": "Once upon a time", "max_tokens": 7, "n": 2, "temperature": 0, "ignore_eos": true}`, nil)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	want := map[string][2]float64{ // count, sum added (sum -1: any positive)
+		"request_params_n": {1, 2}, "request_params_max_tokens": {1, 7}, "request_prompt_tokens": {2, 10},
+		"request_generation_tokens": {2, 14}, "request_prefill_time_seconds": {2, -1}, "request_decode_time_seconds": {2, -1},
+		"request_inference_time_seconds": {2, -1},
+	}
+	for _, n := range names {
+		dc, ds := count(n)-before[n], sum(n)-beforeSum[n]
+		if w := want[n]; dc != w[0] || (w[1] >= 0 && ds != w[1]) || (w[1] < 0 && ds <= 0) {
+			t.Errorf("%s: count +%v sum +%v, want %v", n, dc, ds, w)
+		}
+	}
+	r, err := http.Get(f.ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	text, _ := io.ReadAll(r.Body)
+	var info string
+	for _, line := range strings.Split(string(text), "\n") {
+		if strings.HasPrefix(line, "vllm:cache_config_info{") {
+			info = line
+		}
+	}
+	if !strings.Contains(info, `block_size="16"`) || !strings.Contains(info, `enable_prefix_caching="true"`) ||
+		!strings.Contains(info, `cache_dtype="f`) || !strings.HasSuffix(info, " 1") {
+		t.Errorf("vllm:cache_config_info: %q", info)
+	}
+}

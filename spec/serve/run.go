@@ -38,6 +38,13 @@ func (s *Server) run(ctx context.Context, rq *request, onText func(c *choice, te
 		firstErr error
 	)
 	out := make([]*choice, 0, len(rq.prompts)*rq.n)
+	maxTokens := make([]int, len(rq.prompts))
+	for p, r := range rq.prompts {
+		if maxTokens[p] = r.MaxTokens(); maxTokens[p] == 0 {
+			maxTokens[p] = s.maxSeq - len(r.Prompt) // unset: the rest of the context
+		}
+	}
+	s.metrics.request(rq.n, maxTokens)
 	for p, prompt := range rq.prompts {
 		for i := 0; i < rq.n; i++ {
 			c := &choice{index: p*rq.n + i, prompt: p}
