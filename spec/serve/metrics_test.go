@@ -96,7 +96,9 @@ func TestMetricsMove(t *testing.T) {
 // cache's settings.
 func TestMetricsPerRequest(t *testing.T) {
 	f := specServer(t)
-	count := func(name string) float64 { return f.metric(t, `vllm:`+name+`_count{engine="0",model_name="stories15M"}`) }
+	count := func(name string) float64 {
+		return f.metric(t, `vllm:`+name+`_count{engine="0",model_name="stories15M"}`)
+	}
 	sum := func(name string) float64 { return f.metric(t, `vllm:`+name+`_sum{engine="0",model_name="stories15M"}`) }
 	names := []string{"request_params_n", "request_params_max_tokens", "request_prompt_tokens", "request_generation_tokens",
 		"request_prefill_time_seconds", "request_decode_time_seconds", "request_inference_time_seconds"}
