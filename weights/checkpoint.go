@@ -29,17 +29,21 @@ type Checkpoint struct {
 // OpenCheckpoint opens the safetensors of a model folder: the shards named by
 // model.safetensors.index.json when it exists (each shard may also be stored as
 // "<shard>.zst"), else model.safetensors, else model.safetensors.zst.
-func OpenCheckpoint(dir string) (*Checkpoint, error) {
+func OpenCheckpoint(dir string) (*Checkpoint, error) { return openCheckpointWithin(dir, nil) }
+
+// openCheckpointWithin is OpenCheckpoint with the tensor bytes of all its files bounded by b
+// (nil: unbounded), checked from each header before its data is read.
+func openCheckpointWithin(dir string, b *dataBudget) (*Checkpoint, error) {
 	idx := filepath.Join(dir, IndexFileName)
 	if _, err := os.Stat(idx); err == nil {
-		return openSharded(dir, idx)
+		return openSharded(dir, idx, b)
 	}
 	for _, name := range []string{SingleFileName, SingleFileName + ".zst"} {
 		p := filepath.Join(dir, name)
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
-		st, err := Open(p)
+		st, err := openWithin(p, b)
 		if err != nil {
 			return nil, err
 		}
@@ -57,7 +61,7 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 // openSharded opens every shard the index names and checks that each listed
 // tensor is in its shard and that each shard holds only the tensors the index
 // places there.
-func openSharded(dir, idx string) (*Checkpoint, error) {
+func openSharded(dir, idx string, budget *dataBudget) (*Checkpoint, error) {
 	b, err := os.ReadFile(idx)
 	if err != nil {
 		return nil, err
@@ -80,7 +84,7 @@ func openSharded(dir, idx string) (*Checkpoint, error) {
 		}
 		st, ok := shards[file]
 		if !ok {
-			st, err = openShard(filepath.Join(dir, file))
+			st, err = openShard(filepath.Join(dir, file), budget)
 			if err != nil {
 				c.Close()
 				return nil, err
@@ -110,11 +114,11 @@ func openSharded(dir, idx string) (*Checkpoint, error) {
 }
 
 // openShard opens path, or path+".zst" when only that exists.
-func openShard(path string) (*SafeTensors, error) {
-	st, err := Open(path)
+func openShard(path string, b *dataBudget) (*SafeTensors, error) {
+	st, err := openWithin(path, b)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, zerr := os.Stat(path + ".zst"); zerr == nil {
-			return Open(path + ".zst")
+			return openWithin(path+".zst", b)
 		}
 	}
 	return st, err

@@ -59,6 +59,21 @@ type TensorSpec struct {
 	Shape []int
 }
 
+// budget bounds the tensor bytes a checkpoint of c may hold: its expected tensors in F32 (the
+// widest type read), a stored LM head beside a tied embedding, and extra (elements) more, plus
+// a MiB for what the loaders ignore (rotary tables, ...).
+func (c *Config) budget(extra int64) *dataBudget {
+	n := int64(c.Vocab) * int64(c.Dim)
+	for _, t := range c.ExpectedTensors() {
+		k := int64(1)
+		for _, d := range t.Shape {
+			k *= int64(d)
+		}
+		n += k
+	}
+	return &dataBudget{left: 4*(n+extra) + 1<<20, why: "config.json"}
+}
+
 // ExpectedTensors lists every tensor the Llama forward pass needs for c, in
 // file order: the embedding, each layer's tensors, the final norm and (unless
 // TieEmbed) the LM head. Linear weights are [out, in] as in PyTorch.

@@ -151,7 +151,11 @@ func LoadEagle(dir, kind string) (*Eagle, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := OpenCheckpoint(dir)
+	h, th, dv := int64(ec.Cfg.Dim), int64(ec.TargetHidden), int64(ec.DraftVocab)
+	b := ec.Cfg.budget(0)
+	b.left *= 2 // EAGLE-3's attention reads 2 x hidden
+	b.left += 4 * (3*th*h + h + dv*(h+2))
+	ck, err := openCheckpointWithin(dir, b)
 	if err != nil {
 		return nil, err
 	}

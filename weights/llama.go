@@ -44,7 +44,7 @@ func LoadLlama(dir string, progress Progress) (*LlamaWeights, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := OpenCheckpoint(dir)
+	ck, err := openCheckpointWithin(dir, cfg.budget(0))
 	if err != nil {
 		return nil, err
 	}

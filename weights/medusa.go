@@ -67,8 +67,12 @@ type tensorSource interface {
 // and vLLM's, with or without a medusa_head(s). prefix, in F32, F16 or BF16. The number of
 // heads is counted from the tensor names (published configs may be wrong). A missing tensor
 // or a wrong shape is an error wrapping ErrMissingTensor or ErrShape.
-func LoadMedusa(dir string) (*Medusa, error) {
-	cfgR := 0
+//
+// target (when not nil) bounds the bytes the files may declare, from its hidden size and
+// vocabulary and the heads and layers config.json gives (16 and 4 without them), before any
+// compressed file is expanded.
+func LoadMedusa(dir string, target *Config) (*Medusa, error) {
+	cfgR, heads := 0, 16
 	switch b, err := os.ReadFile(filepath.Join(dir, ConfigFileName)); {
 	case err == nil:
 		var c medusaConfig
@@ -84,18 +88,29 @@ func LoadMedusa(dir string) (*Medusa, error) {
 				break
 			}
 		}
+		for _, v := range []*int{c.MedusaNumHeads, c.NumHeads} {
+			if v != nil && *v >= 1 && *v <= maxMedusaIndex {
+				heads = *v
+				break
+			}
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
+	var b *dataBudget
+	if target != nil {
+		h, v, r := int64(target.Dim), int64(target.Vocab), int64(max(cfgR, 4))
+		b = &dataBudget{left: 4*int64(heads)*(r*(h*h+h)+v*h) + 1<<20, why: "the target's hidden size and vocabulary"}
+	}
 	var src tensorSource
 	if p := filepath.Join(dir, MedusaFileName); fileExists(p) || fileExists(p+".zst") {
-		st, err := openShard(p) // or p.zst
+		st, err := openShard(p, b) // or p.zst
 		if err != nil {
 			return nil, err
 		}
 		src = st
 	} else {
-		ck, err := OpenCheckpoint(dir)
+		ck, err := openCheckpointWithin(dir, b)
 		if err != nil {
 			return nil, fmt.Errorf("weights: %s has no %s: %w", dir, MedusaFileName, err)
 		}

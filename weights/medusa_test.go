@@ -32,7 +32,7 @@ func TestMedusaRoundTrip(t *testing.T) {
 				if err := WriteMedusa(dir, want, layout, dt); err != nil {
 					t.Fatal(err)
 				}
-				got, err := LoadMedusa(dir)
+				got, err := LoadMedusa(dir, nil)
 				if err != nil {
 					t.Fatalf("%s %s: %v", layout, dt, err)
 				}
@@ -110,18 +110,18 @@ func fdTensors(K, R, H, V int, prefix string, skip string, reshape string) []Ten
 // shared blocks stored once (only block 0 per head) with R from the config or the output layer.
 func TestMedusaQuirks(t *testing.T) {
 	dir := writeRaw(t, `{"medusa_num_heads": 2, "medusa_num_layers": 1}`, fdTensors(5, 1, 8, 10, "medusa_head.", "", ""), SingleFileName)
-	m, err := LoadMedusa(dir)
+	m, err := LoadMedusa(dir, nil)
 	if err != nil || m.Heads() != 5 || m.Layers != 1 || m.Layout != MedusaV1 {
 		t.Fatalf("lying config: %v", err)
 	}
 	// Shared weights stored once: v2 takes R from the config, v1 from the output layer's index.
 	dir = writeRaw(t, `{"medusa_num_heads": 3, "medusa_num_layers": 3}`, fdTensors(3, 1, 8, 0, "", "", ""), MedusaFileName)
-	if m, err = LoadMedusa(dir); err != nil || m.Layers != 3 || &m.Blocks[2][2].W[0] != &m.Blocks[2][0].W[0] {
+	if m, err = LoadMedusa(dir, nil); err != nil || m.Layers != 3 || &m.Blocks[2][2].W[0] != &m.Blocks[2][0].W[0] {
 		t.Fatalf("shared v2 blocks: %v", err)
 	}
 	ts := fdTensors(2, 1, 8, 0, "", "", "")
 	ts = append(ts, F32Tensor("0.2.weight", []int{10, 8}, make([]float32, 80)), F32Tensor("1.2.weight", []int{10, 8}, make([]float32, 80)))
-	if m, err = LoadMedusa(writeRaw(t, "", ts, MedusaFileName)); err != nil || m.Layers != 2 || m.Vocab != 10 {
+	if m, err = LoadMedusa(writeRaw(t, "", ts, MedusaFileName), nil); err != nil || m.Layers != 2 || m.Vocab != 10 {
 		t.Fatalf("shared v1 blocks: %v", err)
 	}
 }
@@ -146,12 +146,12 @@ func TestMedusaMalformed(t *testing.T) {
 		{"mixed layouts", "", append(fdTensors(1, 1, 8, 0, "", "", ""), F32Tensor("blocks.0.layers.0.weight", []int{8, 8}, make([]float32, 64))), ErrMalformed, "both"},
 	}
 	for _, c := range cases {
-		_, err := LoadMedusa(writeRaw(t, c.cfg, c.ts, MedusaFileName))
+		_, err := LoadMedusa(writeRaw(t, c.cfg, c.ts, MedusaFileName), nil)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v (want %v mentioning %q)", c.name, err, c.want, c.msg)
 		}
 	}
-	if _, err := LoadMedusa(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := LoadMedusa(t.TempDir(), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("empty folder: %v", err)
 	}
 	if err := WriteMedusa(t.TempDir(), testMedusa(1, 1, 4, 4), "medusa-v9", F32); !errors.Is(err, ErrBadConfig) {
@@ -186,7 +186,7 @@ func TestMedusaRefusesUnused(t *testing.T) {
 		{"base model alongside", append(vllm(2), f32("model.norm.weight", 8)), ""},
 	}
 	for _, c := range cases {
-		_, err := LoadMedusa(writeRaw(t, "", c.ts, MedusaFileName))
+		_, err := LoadMedusa(writeRaw(t, "", c.ts, MedusaFileName), nil)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)
@@ -210,7 +210,7 @@ func TestMedusaIndexBounds(t *testing.T) {
 		"index past int":     {f32("99999999999999999999.0.linear.weight", 8, 8), f32("99999999999999999999.0.linear.bias", 8)},
 	}
 	for name, ts := range cases {
-		m, err := LoadMedusa(writeRaw(t, "", ts, MedusaFileName))
+		m, err := LoadMedusa(writeRaw(t, "", ts, MedusaFileName), nil)
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "too large") {
 			layers := 0
 			if m != nil {

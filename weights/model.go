@@ -70,7 +70,7 @@ func openModel(path string, withTokenizer bool) (*Model, error) {
 			return nil, err
 		}
 	}
-	ck, err := OpenCheckpoint(path)
+	ck, err := openCheckpointWithin(path, cfg.budget(0))
 	if err != nil {
 		return nil, err
 	}

@@ -54,21 +54,57 @@ type SafeTensors struct {
 // "*.safetensors.zst" file, decompressed into memory (see readZstd). The header
 // is validated completely: a malformed file gives an error wrapping
 // ErrMalformed or ErrDType.
-func Open(path string) (*SafeTensors, error) {
+func Open(path string) (*SafeTensors, error) { return openWithin(path, nil) }
+
+// openWithin is Open charging the data the header declares to b (nil: no bound) before any
+// of it is read or expanded.
+func openWithin(path string, b *dataBudget) (*SafeTensors, error) {
 	if strings.HasSuffix(path, ".zst") {
-		return readZstd(path)
+		return readZstd(path, b)
 	}
-	b, release, err := mapFile(path)
+	m, release, err := mapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := parse(b)
+	st, err := parse(m)
+	if err == nil {
+		err = b.charge(st.dataSize())
+	}
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	st.path, st.release, st.mapped = path, release, mappedFiles
 	return st, nil
+}
+
+// dataBudget bounds the tensor bytes a checkpoint's headers may declare: what its
+// config.json allows, so that a header that lies about its shapes is refused before a
+// compressed file is expanded.
+type dataBudget struct {
+	left int64
+	why  string // where the bound comes from
+}
+
+// charge takes n bytes from the budget, or says why they do not fit (a nil budget takes all).
+func (b *dataBudget) charge(n int64) error {
+	if b == nil {
+		return nil
+	}
+	if n > b.left {
+		return fmt.Errorf("%w: the header declares %d bytes of tensors, more than %s allows (%d left)", ErrShape, n, b.why, b.left)
+	}
+	b.left -= n
+	return nil
+}
+
+// dataSize is the bytes of data the header declares (the largest end offset).
+func (s *SafeTensors) dataSize() int64 {
+	size := 0
+	for _, info := range s.tensors {
+		size = max(size, info.end)
+	}
+	return int64(size)
 }
 
 // headerEntry is the JSON of one tensor in the header. Pointers tell a missing

@@ -284,7 +284,7 @@ func FuzzSafeTensorsHeader(f *testing.F) {
 		// The streaming reader (of .zst files) accepts a subset of what parse
 		// accepts (no bytes after the last tensor), with the same tensors.
 		st, err := parse(b)
-		if sst, serr := readStream(bytes.NewReader(b)); serr != nil {
+		if sst, serr := readStream(bytes.NewReader(b), nil); serr != nil {
 			if !errors.Is(serr, ErrMalformed) && !errors.Is(serr, ErrDType) {
 				t.Fatalf("readStream error wraps no sentinel: %v", serr)
 			}

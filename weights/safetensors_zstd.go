@@ -22,7 +22,7 @@ const maxZstdWindow = 128 << 20
 // data the header declares (plus one byte, to find that the stream ends
 // there). A small file that would expand to gigabytes is refused after reading
 // what its header declares.
-func readZstd(path string) (*SafeTensors, error) {
+func readZstd(path string, b *dataBudget) (*SafeTensors, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func readZstd(path string) (*SafeTensors, error) {
 		return nil, fmt.Errorf("%s: %w: zstd: %v", path, ErrMalformed, err)
 	}
 	defer dec.Close()
-	st, err := readStream(dec)
+	st, err := readStream(dec, b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -43,9 +43,10 @@ func readZstd(path string) (*SafeTensors, error) {
 }
 
 // readStream reads a safetensors file from r: the 8-byte header length, the
-// header (validated as parse does), then exactly the data section up to the
-// largest end offset, then one more byte, which must not exist.
-func readStream(r io.Reader) (*SafeTensors, error) {
+// header (validated as parse does), then (once b takes its size) exactly the
+// data section up to the largest end offset, then one more byte, which must not
+// exist.
+func readStream(r io.Reader, b *dataBudget) (*SafeTensors, error) {
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, streamError(err, "the 8-byte header length", 8)
@@ -62,11 +63,11 @@ func readStream(r io.Reader) (*SafeTensors, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := 0
-	for _, info := range st.tensors {
-		size = max(size, info.end)
+	size := st.dataSize()
+	if err := b.charge(size); err != nil {
+		return nil, err
 	}
-	if st.data, err = readFull(r, int64(size)); err != nil {
+	if st.data, err = readFull(r, size); err != nil {
 		return nil, streamError(err, "the data the header declares", int64(size))
 	}
 	var extra [1]byte

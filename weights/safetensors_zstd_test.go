@@ -119,7 +119,7 @@ func TestZstdReadsOneByteBeyond(t *testing.T) {
 	}
 	defer dec.Close()
 	cr := &countingReader{r: dec}
-	if _, err := readStream(cr); !errors.Is(err, ErrMalformed) {
+	if _, err := readStream(cr, nil); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("got %v, want ErrMalformed", err)
 	}
 	if want := int64(len(tiny) + 1); cr.n != want {

@@ -63,7 +63,7 @@ func TestMedusaMatchesReference(t *testing.T) {
 			if err := weights.WriteMedusa(dir, ref.RandomMedusa(c.K, c.R, cfg.Dim, vocab, int64(i)), c.layout, c.storeAs); err != nil {
 				t.Fatal(err)
 			}
-			hw, err := weights.LoadMedusa(dir)
+			hw, err := weights.LoadMedusa(dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -135,7 +135,7 @@ func TestShippedEagle(t *testing.T) {
 // The shipped Medusa heads: their drafts match ref.MedusaForward's, and decoding is exact.
 func TestShippedMedusa(t *testing.T) {
 	tg, dir := shipped(t, "medusa")
-	m, err := weights.LoadMedusa(dir)
+	m, err := weights.LoadMedusa(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

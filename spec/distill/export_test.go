@@ -102,7 +102,7 @@ func TestSaveLoadDrafters(t *testing.T) {
 	}
 	closeF16(t, "eagle fc.bias", g1.FCBias, e1.Export().FCBias)
 	closeF16(t, "eagle down", g1.WDown, e1.Export().WDown)
-	gm, err := weights.LoadMedusa(dirs["medusa"])
+	gm, err := weights.LoadMedusa(dirs["medusa"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func LoadSimDrafter(mode, dir string, t *Target) (SimDrafter, []int, error) {
 		}
 		return NewSimEagle(h, t.M), aux, nil
 	case "medusa":
-		m, err := weights.LoadMedusa(dir)
+		m, err := weights.LoadMedusa(dir, &t.W.Cfg)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -11,7 +11,7 @@ import (
 
 func init() {
 	spec.Register("medusa", func(cfg spec.Config, target *weights.Config) (spec.Checkpoint, error) {
-		w, err := weights.LoadMedusa(cfg.Model)
+		w, err := weights.LoadMedusa(cfg.Model, target)
 		if err != nil {
 			return nil, err
 		}
