@@ -19,8 +19,10 @@ var rename = os.Rename
 //
 // A dir that does not exist, or exists and is empty, is simply replaced. A dir
 // that holds anything (a model or other files) is refused with ErrFolderExists
-// before write runs, unless force is set; then, once the new folder is complete,
-// the old one is renamed aside, the new one renamed in, and the old one removed.
+// before write runs, unless force is set and it holds only a model's files
+// (modelFile: a folder holding anything else is refused even then, since
+// replacing it would delete that); then, once the new folder is complete, the
+// old one is renamed aside, the new one renamed in, and the old one removed.
 // When write or any step fails, dir is left exactly as it was and the temporary
 // folder is removed. A dir that is a symbolic link to a folder is resolved: the
 // folder it points to is the one replaced.
@@ -73,8 +75,31 @@ func resolveFolder(dir string) (string, error) {
 	return dir, nil
 }
 
+// CheckFolder says (an error wrapping ErrFolderExists) whether WriteFolder would refuse
+// dir, so that a command can refuse before minutes of work rather than after.
+func CheckFolder(dir string, force bool) error {
+	dir, err := resolveFolder(dir)
+	if err != nil {
+		return err
+	}
+	return checkReplaceable(dir, force)
+}
+
+// modelFile reports whether a file of that name belongs to a model or drafter folder
+// (what a model download or wspec's own writers put there), so that --force may replace it.
+func modelFile(name string) bool {
+	switch name {
+	case ConfigFileName, "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
+		"special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja",
+		"README.md", "LICENSE", ".gitattributes":
+		return true
+	}
+	return strings.Contains(name, ".safetensors")
+}
+
 // checkReplaceable refuses a dir that is not a folder, or (without force) one
-// that is not empty, saying whether it holds a model.
+// that is not empty, saying whether it holds a model; with force, one that
+// holds files no model folder holds.
 func checkReplaceable(dir string, force bool) error {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -87,8 +112,21 @@ func checkReplaceable(dir string, force bool) error {
 		return fmt.Errorf("%w: %s is a file, not a folder", ErrFolderExists, dir)
 	}
 	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 || force {
+	if err != nil || len(entries) == 0 {
 		return err
+	}
+	if force {
+		var other []string
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !modelFile(e.Name()) {
+				other = append(other, e.Name())
+			}
+		}
+		if len(other) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s holds files that are not a model's (%s), which replacing it would delete; move them, or choose another folder",
+			ErrFolderExists, dir, listNames(other))
 	}
 	for _, e := range entries {
 		if n := e.Name(); n == ConfigFileName || strings.Contains(n, ".safetensors") {

@@ -77,6 +77,19 @@ func TestWriteFolder(t *testing.T) {
 			t.Fatalf("left beside it: %v", got)
 		}
 	})
+	t.Run("force refuses a folder holding more than a model", func(t *testing.T) {
+		_, dir := setup(t)
+		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+		err := WriteFolder(dir, true, writeFiles(nu, nil))
+		if !errors.Is(err, ErrFolderExists) || !strings.Contains(err.Error(), "notes.txt") || CheckFolder(dir, true) == nil {
+			t.Fatalf("forced over a folder with notes.txt: %v", err)
+		}
+		want := maps.Clone(old)
+		want["notes.txt"] = "mine"
+		if got := tree(t, dir); !maps.Equal(got, want) {
+			t.Fatalf("the folder changed: %v", got)
+		}
+	})
 	t.Run("writer fails", func(t *testing.T) {
 		parent, dir := setup(t)
 		boom := errors.New("boom")

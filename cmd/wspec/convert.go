@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
-	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/hf2gguf"
 	"github.com/wspec/wspec/weights/llama2c"
 )
@@ -57,10 +55,7 @@ func runConvert(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "converting %s + %s -> %s\n", fs.Arg(0), fs.Arg(1), *out)
 	if err := llama2c.Convert(fs.Arg(0), fs.Arg(1), *out, *force); err != nil {
-		if errors.Is(err, weights.ErrFolderExists) && !*force {
-			return fmt.Errorf("%w (pass --force to replace it)", err)
-		}
-		return err
+		return forceHint(err, *force)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (model.safetensors, config.json, tokenizer.json, tokenizer_config.json)\n", *out)
 	return nil

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/spec/distill"
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/weights"
 )
 
 // runDistill trains drafters for a target model by self-distillation on the CPU (package
@@ -75,6 +79,7 @@ func runDistillGen(args []string) error {
 	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
 	prompts := fs.String("prompts", "train", `prompt set: "train" (spec/distill/prompts/train.txt) or a file, one prompt a line`)
 	out := fs.String("out", "", "dataset file to write (safetensors)")
+	force := fs.Bool("force", false, "replace an existing --out file")
 	greedy := fs.Int("greedy", 1, "greedy sequences per prompt")
 	sampled := fs.Int("sampled", 2, "sequences per prompt sampled at --temperature / --top-p")
 	mixed := fs.Int("mixed", 2, "sequences per prompt sampled for 1..32 tokens, then greedy")
@@ -89,6 +94,9 @@ func runDistillGen(args []string) error {
 	}
 	if *out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if err := checkOutFile(*out, *force); err != nil { // before the generation, not after
+		return err
 	}
 	auxIDs, err := parseInts(*aux)
 	if err != nil {
@@ -118,4 +126,30 @@ func runDistillGen(args []string) error {
 	bar.Finish()
 	fmt.Fprintf(os.Stderr, "\n%d sequences, %d positions in %s\n", d.Seqs(), d.Len(), time.Since(start).Round(time.Second))
 	return d.Save(*out)
+}
+
+// checkOutFile refuses an output file that exists (unless force) or is not a regular file,
+// and one whose folder does not exist, before any work is done.
+func checkOutFile(path string, force bool) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("--out %s: not a regular file", path)
+	case err == nil && !force:
+		return fmt.Errorf("--out %s exists (pass --force to replace it)", path)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
+		return fmt.Errorf("--out %s: its folder does not exist", path)
+	}
+	return nil
+}
+
+// forceHint adds to a refused output folder how to replace it, where --force would.
+func forceHint(err error, force bool) error {
+	if errors.Is(err, weights.ErrFolderExists) && !force && !strings.Contains(err.Error(), "not a model's") {
+		return fmt.Errorf("%w (pass --force to replace it)", err)
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/wspec/wspec/cmd/wspec/internal/plot"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/distill"
+	"github.com/wspec/wspec/weights"
 )
 
 func runDistillTrain(args []string) error {
@@ -22,6 +23,7 @@ func runDistillTrain(args []string) error {
 	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
 	data := fs.String("data", "", "dataset file from wspec distill gen")
 	out := fs.String("out", "", "drafter folder to write")
+	force := fs.Bool("force", false, "replace an --out folder that holds a drafter or model (once the new one is complete)")
 	curve := fs.String("curve", "", "loss curve SVG to write (default: <out>/../<drafter>-loss.svg)")
 	epochs := fs.Float64("epochs", 1, "passes over the training sequences")
 	batch := fs.Int("batch-rows", 4096, "positions per optimizer step")
@@ -45,6 +47,9 @@ func runDistillTrain(args []string) error {
 	}
 	if *data == "" || *out == "" {
 		return fmt.Errorf("--data and --out are required")
+	}
+	if err := weights.CheckFolder(*out, *force); err != nil { // before the training, not after
+		return forceHint(err, *force)
 	}
 	switch bad := func(x float64) bool { return x < 0 || math.IsNaN(x) || math.IsInf(x, 0) }; {
 	case *tv < 0:
@@ -76,25 +81,25 @@ func runDistillTrain(args []string) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "draft vocabulary of %d holds %.2f%% of the target's next-token probability mass\n", *vd, 100*e.Coverage)
-		tr, save = e, func() error { return distill.SaveEagle(*out, e.Export(), t.ID) }
+		tr, save = e, func() error { return distill.SaveEagle(*out, e.Export(), t.ID, *force) }
 	case "eagle":
 		e, err := distill.NewEagle1(t.W, d, distill.Eagle1Options{Noise: *noise, Vocab: *tv, Seed: *seed})
 		if err != nil {
 			return err
 		}
-		tr, save = e, func() error { return distill.SaveEagle(*out, e.Export(), t.ID) }
+		tr, save = e, func() error { return distill.SaveEagle(*out, e.Export(), t.ID, *force) }
 	case "medusa":
 		m, err := distill.NewMedusa(t.W, d, distill.MedusaOptions{Heads: *heads, Vocab: *tv})
 		if err != nil {
 			return err
 		}
-		tr, save = m, func() error { return distill.SaveMedusa(*out, m.Export(), t.ID) }
+		tr, save = m, func() error { return distill.SaveMedusa(*out, m.Export(), t.ID, *force) }
 	case "draft_model":
 		m, err := distill.NewDraftModel(t.W, d, distill.DraftOptions{Layers: *layers, Dim: *dim, Hidden: *ffn, Heads: *nh, Seed: *seed})
 		if err != nil {
 			return err
 		}
-		tr, save = m, func() error { return distill.SaveLlama(*out, m.Export(), t.ID) }
+		tr, save = m, func() error { return distill.SaveLlama(*out, m.Export(), t.ID, *force) }
 	default:
 		return fmt.Errorf("unknown drafter %q (want eagle3, eagle, medusa or draft_model)", *drafter)
 	}

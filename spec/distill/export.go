@@ -81,42 +81,43 @@ func compress(path string) error {
 }
 
 // SaveEagle writes head w to dir as the EAGLE loaders read it, in float16, zstd-compressed
-// (model.safetensors.zst), with the target's ID in config.json.
-func SaveEagle(dir string, w *weights.Eagle, id weights.TargetID) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := weights.WriteEagle(dir, w, weights.EagleWriteOptions{DType: weights.F16}); err != nil {
-		return fmt.Errorf("distill: %w", err)
-	}
-	if err := compress(filepath.Join(dir, weights.SingleFileName)); err != nil {
-		return err
-	}
-	return weights.WriteTargetID(dir, id)
+// (model.safetensors.zst), with the target's ID in config.json. The folder is written whole
+// (weights.WriteFolder): an existing one is replaced only with force.
+func SaveEagle(dir string, w *weights.Eagle, id weights.TargetID, force bool) error {
+	return weights.WriteFolder(dir, force, func(dir string) error {
+		if err := weights.WriteEagle(dir, w, weights.EagleWriteOptions{DType: weights.F16}); err != nil {
+			return fmt.Errorf("distill: %w", err)
+		}
+		if err := compress(filepath.Join(dir, weights.SingleFileName)); err != nil {
+			return err
+		}
+		return weights.WriteTargetID(dir, id)
+	})
 }
 
 // SaveMedusa writes heads m to dir as FasterDecoding's v2 layout (config.json,
-// medusa_lm_head.safetensors.zst in float16), with the target's ID in config.json.
-func SaveMedusa(dir string, m *weights.Medusa, id weights.TargetID) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := weights.WriteMedusa(dir, m, weights.MedusaV2, weights.F16); err != nil {
-		return fmt.Errorf("distill: %w", err)
-	}
-	if err := compress(filepath.Join(dir, weights.MedusaFileName)); err != nil {
-		return err
-	}
-	return weights.WriteTargetID(dir, id)
+// medusa_lm_head.safetensors.zst in float16), with the target's ID in config.json; as
+// SaveEagle, whole.
+func SaveMedusa(dir string, m *weights.Medusa, id weights.TargetID, force bool) error {
+	return weights.WriteFolder(dir, force, func(dir string) error {
+		if err := weights.WriteMedusa(dir, m, weights.MedusaV2, weights.F16); err != nil {
+			return fmt.Errorf("distill: %w", err)
+		}
+		if err := compress(filepath.Join(dir, weights.MedusaFileName)); err != nil {
+			return err
+		}
+		return weights.WriteTargetID(dir, id)
+	})
 }
 
 // SaveLlama writes a draft model to dir as a Hugging Face Llama folder (config.json,
 // generation_config.json, model.safetensors.zst in float16, tied embedding), with the
-// target's ID in config.json.
-func SaveLlama(dir string, w *weights.LlamaWeights, id weights.TargetID) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+// target's ID in config.json; as SaveEagle, whole.
+func SaveLlama(dir string, w *weights.LlamaWeights, id weights.TargetID, force bool) error {
+	return weights.WriteFolder(dir, force, func(dir string) error { return saveLlama(dir, w, id) })
+}
+
+func saveLlama(dir string, w *weights.LlamaWeights, id weights.TargetID) error {
 	if err := weights.WriteConfig(dir, &w.Cfg); err != nil {
 		return fmt.Errorf("distill: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 func writeTarget(t *testing.T, w *weights.LlamaWeights) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := SaveLlama(dir, w, weights.TargetID{Name: "self", Fingerprint: "x"}); err != nil {
+	if err := SaveLlama(dir, w, weights.TargetID{Name: "self", Fingerprint: "x"}, false); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -67,16 +67,16 @@ func TestSaveLoadDrafters(t *testing.T) {
 	for _, kind := range []string{"eagle3", "eagle", "medusa", "draft_model"} {
 		dirs[kind] = filepath.Join(out, kind)
 	}
-	if err := SaveEagle(dirs["eagle3"], e3.Export(), id); err != nil {
+	if err := SaveEagle(dirs["eagle3"], e3.Export(), id, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := SaveEagle(dirs["eagle"], e1.Export(), id); err != nil {
+	if err := SaveEagle(dirs["eagle"], e1.Export(), id, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := SaveMedusa(dirs["medusa"], md.Export(), id); err != nil {
+	if err := SaveMedusa(dirs["medusa"], md.Export(), id, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := SaveLlama(dirs["draft_model"], dm.Export(), id); err != nil {
+	if err := SaveLlama(dirs["draft_model"], dm.Export(), id, false); err != nil {
 		t.Fatal(err)
 	}
 
