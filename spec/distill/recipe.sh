@@ -21,16 +21,16 @@ stamp() { echo "== $1: $(( $(date +%s) - start )) s"; }
 $w gen --out "$work/data.safetensors" --greedy 1 --sampled 0 --mixed 1 --aux 2,4,5 --seed 1
 stamp gen
 
-$w train --drafter eagle3 --data "$work/data.safetensors" --out "$out/eagle3" --draft-vocab 4096 --ttt 4 \
+$w train --drafter eagle3 --data "$work/data.safetensors" --out "$out/eagle3" --force --draft-vocab 4096 --ttt 4 \
 	--depth1-epochs 0.3 --epochs 2 --batch-rows 256 --lr 1e-3 --seed 1
 stamp eagle3
-$w train --drafter eagle --data "$work/data.safetensors" --out "$out/eagle" --train-vocab 8192 \
+$w train --drafter eagle --data "$work/data.safetensors" --out "$out/eagle" --force --train-vocab 8192 \
 	--epochs 1 --batch-rows 256 --lr 1e-3 --seed 1
 stamp eagle
-$w train --drafter medusa --data "$work/data.safetensors" --out "$out/medusa" --heads 4 --train-vocab 8192 \
+$w train --drafter medusa --data "$work/data.safetensors" --out "$out/medusa" --force --heads 4 --train-vocab 8192 \
 	--epochs 1 --batch-rows 256 --lr 3e-3 --seed 1
 stamp medusa
-$w train --drafter draft_model --data "$work/data.safetensors" --out "$out/draft_model" --layers 2 --dim 128 \
+$w train --drafter draft_model --data "$work/data.safetensors" --out "$out/draft_model" --force --layers 2 --dim 128 \
 	--ffn 384 --attn-heads 4 --epochs 1.5 --batch-rows 512 --lr 3e-3 --seed 1
 stamp draft_model
 
