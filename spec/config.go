@@ -30,6 +30,13 @@ type Config struct {
 	Model                string `json:"model"`
 	PromptLookupMin      int    `json:"prompt_lookup_min"`
 	PromptLookupMax      int    `json:"prompt_lookup_max"`
+	// The suffix method's options (vLLM's names): the trees' depth, the earlier requests the
+	// global tree keeps (0: none), the drafts per matched token, the least path probability.
+	// 0 or nil: the default (Validate fills them in).
+	SuffixMaxTreeDepth      int      `json:"suffix_decoding_max_tree_depth"`
+	SuffixMaxCachedRequests *int     `json:"suffix_decoding_max_cached_requests"`
+	SuffixMaxSpecFactor     float64  `json:"suffix_decoding_max_spec_factor"`
+	SuffixMinTokenProb      *float64 `json:"suffix_decoding_min_token_prob"`
 }
 
 // configJSON is Config's JSON form, with the "mode" alias.
@@ -40,9 +47,14 @@ type configJSON struct {
 	Model                string  `json:"model"`
 	PromptLookupMin      int     `json:"prompt_lookup_min"`
 	PromptLookupMax      int     `json:"prompt_lookup_max"`
+	SuffixMaxTreeDepth      int      `json:"suffix_decoding_max_tree_depth"`
+	SuffixMaxCachedRequests *int     `json:"suffix_decoding_max_cached_requests"`
+	SuffixMaxSpecFactor     float64  `json:"suffix_decoding_max_spec_factor"`
+	SuffixMinTokenProb      *float64 `json:"suffix_decoding_min_token_prob"`
 }
 
-const configFields = "method (or mode), num_speculative_tokens, model, prompt_lookup_min, prompt_lookup_max"
+const configFields = "method (or mode), num_speculative_tokens, model, prompt_lookup_min, prompt_lookup_max, " +
+	"suffix_decoding_max_tree_depth, suffix_decoding_max_cached_requests, suffix_decoding_max_spec_factor, suffix_decoding_min_token_prob"
 
 // UnmarshalJSON reads a JSON object with the fields above; an unknown field is an error (a
 // misspelt option should not be ignored silently).
@@ -69,7 +81,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		mode = *j.Mode
 	}
 	*c = Config{Mode: mode, NumSpeculativeTokens: j.NumSpeculativeTokens, Model: j.Model,
-		PromptLookupMin: j.PromptLookupMin, PromptLookupMax: j.PromptLookupMax}
+		PromptLookupMin: j.PromptLookupMin, PromptLookupMax: j.PromptLookupMax,
+		SuffixMaxTreeDepth: j.SuffixMaxTreeDepth, SuffixMaxCachedRequests: j.SuffixMaxCachedRequests,
+		SuffixMaxSpecFactor: j.SuffixMaxSpecFactor, SuffixMinTokenProb: j.SuffixMinTokenProb}
 	return nil
 }
 
@@ -81,6 +95,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 //   - NumSpeculativeTokens (k) is in 1..MaxSpeculativeTokens.
 //   - ngram: PromptLookupMin defaults to 1 and PromptLookupMax to max(3, min); they need
 //     1 <= min <= max.
+//   - suffix: the suffix_decoding_* options get vLLM's defaults (validateSuffix); no Model.
 //   - draft_model, medusa, eagle, eagle3 need a Model.
 func (c *Config) Validate() error {
 	c.Mode = strings.ToLower(strings.TrimSpace(c.Mode))
@@ -100,6 +115,9 @@ func (c *Config) Validate() error {
 	if k := c.NumSpeculativeTokens; k < 1 || k > MaxSpeculativeTokens {
 		return fmt.Errorf("speculative config: num_speculative_tokens %d outside 1..%d", k, MaxSpeculativeTokens)
 	}
+	if c.Mode != "suffix" && (c.SuffixMaxTreeDepth != 0 || c.SuffixMaxCachedRequests != nil || c.SuffixMaxSpecFactor != 0 || c.SuffixMinTokenProb != nil) {
+		return fmt.Errorf("speculative config: suffix_decoding_* are suffix options, not %s ones", c.Mode)
+	}
 	if c.Mode == "ngram" {
 		if c.PromptLookupMin == 0 {
 			c.PromptLookupMin = DefaultPromptLookupMin
@@ -116,8 +134,44 @@ func (c *Config) Validate() error {
 	if c.PromptLookupMin != 0 || c.PromptLookupMax != 0 {
 		return fmt.Errorf("speculative config: prompt_lookup_min/max are ngram options, not %s ones", c.Mode)
 	}
+	if c.Mode == "suffix" {
+		return c.validateSuffix()
+	}
 	if c.Model == "" {
 		return fmt.Errorf("speculative config: method %s needs a model (the drafter's checkpoint folder)", c.Mode)
+	}
+	return nil
+}
+
+// validateSuffix fills and checks the suffix method's options.
+func (c *Config) validateSuffix() error {
+	if c.Model != "" {
+		return fmt.Errorf("speculative config: suffix decoding takes no model (got %q)", c.Model)
+	}
+	if c.SuffixMaxTreeDepth == 0 {
+		c.SuffixMaxTreeDepth = DefaultSuffixMaxTreeDepth
+	}
+	if c.SuffixMaxCachedRequests == nil {
+		n := DefaultSuffixMaxCachedRequests
+		c.SuffixMaxCachedRequests = &n
+	}
+	if c.SuffixMaxSpecFactor == 0 {
+		c.SuffixMaxSpecFactor = DefaultSuffixMaxSpecFactor
+	}
+	if c.SuffixMinTokenProb == nil {
+		p := DefaultSuffixMinTokenProb
+		c.SuffixMinTokenProb = &p
+	}
+	f, p := c.SuffixMaxSpecFactor, *c.SuffixMinTokenProb
+	switch {
+	case c.SuffixMaxTreeDepth < 2 || c.SuffixMaxTreeDepth > 1024:
+		return fmt.Errorf("speculative config: suffix_decoding_max_tree_depth %d outside 2..1024", c.SuffixMaxTreeDepth)
+	case *c.SuffixMaxCachedRequests < 0:
+		return fmt.Errorf("speculative config: suffix_decoding_max_cached_requests %d: want 0 (no global tree) or more", *c.SuffixMaxCachedRequests)
+	case !(f > 0) || f > 1e6:
+		return fmt.Errorf("speculative config: suffix_decoding_max_spec_factor %v: want a value > 0", f)
+	case !(p >= 0 && p <= 1):
+		return fmt.Errorf("speculative config: suffix_decoding_min_token_prob %v outside [0, 1]", p)
 	}
 	return nil
 }
