@@ -41,11 +41,12 @@ func generate(t testing.TB, e *Engine, prompt string, o GenerateOptions) *Result
 	return res
 }
 
-// On stories15M, the ngram drafter and stories15M as its own draft model give plain greedy's
-// 64 tokens for k = 1, 4, 8 (8 is the engine's k; the others are asked per generation).
+// On stories15M, the ngram and suffix drafters and stories15M as its own draft model give
+// plain greedy's 64 tokens for k = 1, 4, 8 (8 is the engine's k; the others are asked per
+// generation).
 func TestStories15MSpeculativeGreedy(t *testing.T) {
 	const prompt = "Once upon a time"
-	for _, mode := range []string{"ngram", "draft_model"} {
+	for _, mode := range []string{"ngram", "suffix", "draft_model"} {
 		sc := &spec.Config{Mode: mode, NumSpeculativeTokens: 8}
 		if mode == "draft_model" {
 			sc.Model = storiesDir
