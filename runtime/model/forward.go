@@ -124,6 +124,9 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 // smallest that holds them all, recorded at its first use; more rows run the prefill program.
 var verifyRows = [...]int{2, 3, 5, 9, 16}
 
+// VerifyRows lists the verify programs' block heights (a step of up to each runs one).
+func VerifyRows() []int { return verifyRows[:] }
+
 // program returns the program for a step of rows rows and its matmuls' block height: decode
 // (one row), a verify program (the rows in one block), or prefill (blocks of 8).
 func (m *Model) program(rows int) (*runtime.Program, int, error) {
