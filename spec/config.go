@@ -41,12 +41,12 @@ type Config struct {
 
 // configJSON is Config's JSON form, with the "mode" alias.
 type configJSON struct {
-	Method               *string `json:"method"`
-	Mode                 *string `json:"mode"`
-	NumSpeculativeTokens int     `json:"num_speculative_tokens"`
-	Model                string  `json:"model"`
-	PromptLookupMin      int     `json:"prompt_lookup_min"`
-	PromptLookupMax      int     `json:"prompt_lookup_max"`
+	Method                  *string  `json:"method"`
+	Mode                    *string  `json:"mode"`
+	NumSpeculativeTokens    int      `json:"num_speculative_tokens"`
+	Model                   string   `json:"model"`
+	PromptLookupMin         int      `json:"prompt_lookup_min"`
+	PromptLookupMax         int      `json:"prompt_lookup_max"`
 	SuffixMaxTreeDepth      int      `json:"suffix_decoding_max_tree_depth"`
 	SuffixMaxCachedRequests *int     `json:"suffix_decoding_max_cached_requests"`
 	SuffixMaxSpecFactor     float64  `json:"suffix_decoding_max_spec_factor"`
