@@ -143,6 +143,20 @@ func fitLine(by map[int]*ema, a, b float64) (float64, float64) {
 	return a, b
 }
 
+// measuredSteps are the mean step times of the row counts seen often enough to trust
+// (seconds by rows).
+func (c *CostModel) measuredSteps() map[int]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[int]float64, len(c.byRows))
+	for n, e := range c.byRows {
+		if e.weight >= 4 {
+			out[n] = e.mean
+		}
+	}
+	return out
+}
+
 // Costs returns the current estimates: a step of n rows costs fixed + n perRow, and a
 // drafter's call for m tokens draftCall + m perDraft.
 func (c *CostModel) Costs() (fixed, perRow, draftCall, perDraft time.Duration) {
@@ -170,12 +184,34 @@ type PlanSeq struct {
 // sequence's next drafts with the most expected tokens per second of cost first, while it
 // raises the step's tokens per second. probe forces one draft on sequences whose plan would
 // be none, so that their acceptance keeps being measured.
+//
+// A step's cost is the line's where its row counts have not been seen, but a step is not
+// linear in its rows everywhere (a device runs steps of up to 16 rows as one block, more in
+// blocks of 8: one row past 16 costs a block): where the step's row count and counts the
+// drafts would reach have been seen often, the drafts cost at least the measured difference.
 func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) []int {
 	fixed, perRow, draftCall, perDraft := c.Costs()
+	measured := c.measuredSteps()
 	ks := make([]int, len(seqs))
 	tokens := float64(len(seqs))
+	rows := baseRows
 	elapsed := (fixed + perRow*time.Duration(baseRows)).Seconds()
 	unit, call := (perRow + perDraft).Seconds(), draftCall.Seconds()
+	// extra is what m more rows cost beyond the line, from the measured steps: at least the
+	// excess of any measured row count they reach over the step's own.
+	extra := func(m int) float64 {
+		a, ok := measured[rows]
+		if !ok {
+			return 0
+		}
+		x := 0.0
+		for n := rows + 1; n <= rows+m; n++ {
+			if b, ok := measured[n]; ok {
+				x = max(x, (b-a)-perRow.Seconds()*float64(n-rows))
+			}
+		}
+		return x
+	}
 	for unit > 0 {
 		best, bestM, bestGain, bestCost := -1, 0, 0.0, 0.0
 		for i, s := range seqs {
@@ -189,8 +225,8 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 			for m := 1; ks[i]+m <= s.MaxK; m++ {
 				gain += s.Acc.Chain(ks[i] + m - 1)
 				cost += unit
-				if best < 0 || gain/cost > bestGain/bestCost {
-					best, bestM, bestGain, bestCost = i, m, gain, cost
+				if total := cost + extra(m); best < 0 || gain/total > bestGain/bestCost {
+					best, bestM, bestGain, bestCost = i, m, gain, total
 				}
 			}
 		}
@@ -198,6 +234,7 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 			break
 		}
 		ks[best] += bestM
+		rows += bestM
 		tokens += bestGain
 		elapsed += bestCost
 	}

@@ -114,3 +114,36 @@ func TestPlanBatch(t *testing.T) {
 		t.Errorf("one sure drafter bounded by 2 and one without: %v", ks)
 	}
 }
+
+// A step is not linear in its rows everywhere: where 16 rows have been measured at 30 ms and
+// 17 at 40 ms (a second block), sixteen sequences with good drafts draft nothing, though the
+// line alone (1 ms a row) says a 90% draft pays; with both measured on the line, they draft.
+func TestPlanSeesMeasuredJumps(t *testing.T) {
+	plan := func(at17 time.Duration) []int {
+		c := NewCostModel(15*ms, ms)
+		for range 8 {
+			for rows := 1; rows <= 16; rows++ {
+				c.ObserveStep(rows, 14*ms+time.Duration(rows)*ms)
+			}
+			c.ObserveStep(17, at17)
+			c.ObserveStep(32, 46*ms)
+		}
+		seqs := make([]PlanSeq, 16)
+		for i := range seqs {
+			seqs[i] = PlanSeq{Acc: acceptanceOf(0.9), MaxK: 4}
+		}
+		return c.Plan(seqs, 16, nil)
+	}
+	sum := func(ks []int) (n int) {
+		for _, k := range ks {
+			n += k
+		}
+		return n
+	}
+	if ks := plan(40 * ms); sum(ks) != 0 {
+		t.Errorf("with a 10 ms jump past 16 rows: drafts %v", ks)
+	}
+	if ks := plan(31 * ms); sum(ks) == 0 {
+		t.Errorf("with 17 rows on the line: no drafts")
+	}
+}

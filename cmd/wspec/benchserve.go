@@ -228,9 +228,11 @@ func benchRun(url string, wl workload, salt string, c, n, tokens int, specOn boo
 					}
 					row.Requests++
 					row.GeneratedTokens += r.tokens
-					ttft = append(ttft, r.ttft.Seconds()*1000)
-					if turn > 0 {
-						later = append(later, r.ttft.Seconds()*1000)
+					if r.ttft > 0 { // some text came (not an end-of-sequence token at once)
+						ttft = append(ttft, r.ttft.Seconds()*1000)
+						if turn > 0 {
+							later = append(later, r.ttft.Seconds()*1000)
+						}
 					}
 					if r.tokens > 1 {
 						itl = append(itl, (r.last-r.ttft).Seconds()*1000/float64(r.tokens-1))

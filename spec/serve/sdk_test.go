@@ -1,0 +1,66 @@
+//go:build oracle
+
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/wspec/wspec/weights/home"
+)
+
+// openaiJS is the official OpenAI JavaScript SDK the check runs (the version the issue's
+// probe used).
+const openaiJS = "openai@6.49.0"
+
+// The official OpenAI JavaScript SDK raises NotFoundError for a model the server does not
+// serve (completions and chat), and serves a completion with vLLM's ignore_eos and min_tokens
+// and a prompt of token ids. (The tag oracle: it installs the SDK from npm's registry, as the
+// llama.cpp comparison does; CI runs it in its long tier.)
+func TestOpenAIJSSDK(t *testing.T) {
+	dir := filepath.Join(home.Default(), "sdk-js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", openaiJS).CombinedOutput(); err != nil {
+			msg := fmt.Sprintf("npm install %s failed (%v): %s", openaiJS, err, out)
+			if os.Getenv("CI") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip("SKIPPED, NOT PASSED: the SDK check needs npm's registry: " + msg)
+		}
+	}
+	script, err := os.ReadFile("testdata/sdk.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sdk.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := specServer(t)
+	ids := mustJSON(t, f.e.Tokenizer().Encode("Once upon a time", true))
+	cmd := exec.Command("node", filepath.Join(dir, "sdk.mjs"), f.ts.URL+"/v1", testKey, model, ids)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v: %s", err, out)
+	}
+	var got struct {
+		CompletionUnknown, ChatUnknown, Text, Finish string
+		PromptTokens, CompletionTokens             int
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("%+v", got)
+	if got.CompletionUnknown != "NotFoundError" || got.ChatUnknown != "NotFoundError" {
+		t.Errorf("an unknown model: completions %s, chat %s; want NotFoundError", got.CompletionUnknown, got.ChatUnknown)
+	}
+	if got.Text == "" || got.Finish != "length" || got.PromptTokens != 5 || got.CompletionTokens != 8 {
+		t.Errorf("the completion with vLLM's fields: %+v", got)
+	}
+}
