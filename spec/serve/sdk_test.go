@@ -51,7 +51,7 @@ func TestOpenAIJSSDK(t *testing.T) {
 	}
 	var got struct {
 		CompletionUnknown, ChatUnknown, Text, Finish string
-		PromptTokens, CompletionTokens             int
+		PromptTokens, CompletionTokens               int
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
