@@ -251,7 +251,7 @@ func (e *Engine) warm() error {
 			nDraft = 0 // a prompt chunk of that many rows
 		}
 		if _, err := sess.Forward(toks, nDraft, nil, Sampling{}); err != nil {
-			return fmt.Errorf("engine: warming up the %d-row step: %w", rows, err)
+			return fmt.Errorf("engine: a warm-up step of %d rows (dummy tokens) failed, so will every request: %w", rows, err)
 		}
 		sess.Truncate(0)
 	}

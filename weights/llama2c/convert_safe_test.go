@@ -132,11 +132,18 @@ func TestConvertRefusesExistingFolder(t *testing.T) {
 	}
 }
 
-// With force, the old folder is replaced as a whole (the user's extra file
-// goes with it) and nothing is left beside it.
+// With force, an old model folder is replaced as a whole and nothing is left
+// beside it; one that also holds a file of the user's is refused, as it was.
 func TestConvertForceReplaces(t *testing.T) {
 	model, tok, _ := writeTinyModel(t, false) // tied: no lm_head
-	out, _ := existingModel(t)
+	out, before := existingModel(t)
+	if err := Convert(model, tok, out, true); !errors.Is(err, weights.ErrFolderExists) || !strings.Contains(err.Error(), "NOTES.md") {
+		t.Fatalf("forced over a model folder with NOTES.md: %v", err)
+	}
+	if got := snapshot(t, out); !maps.Equal(got, before) {
+		t.Fatal("the refused folder changed")
+	}
+	os.Remove(filepath.Join(out, "NOTES.md"))
 	if err := Convert(model, tok, out, true); err != nil {
 		t.Fatal(err)
 	}
