@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,15 +212,15 @@ func Load(dir string, o Options) (*Engine, error) {
 		}
 		e.dtype = strings.Join(names, "+") // a quantized file's types, e.g. q4_k+q6_k
 	}
-	if err := e.warm(); err != nil {
-		e.release()
-		return nil, err
-	}
 	if !o.NoPrefixCaching {
 		e.target.Pool().EnablePrefixCaching()
 	}
 	if dck != nil {
 		if e.method, err = neural.Load(dck, e.target); err != nil {
+			e.release()
+			return nil, err
+		}
+		if err := e.warm(); err != nil {
 			e.release()
 			return nil, err
 		}
@@ -233,24 +234,24 @@ func Load(dir string, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// warm runs one step of each program the model has on a scratch sequence: the decode program
-// and every verify height (the verify programs are recorded at first use, and a driver
-// compiles a kernel at its first dispatch), so that neither costs a request its first steps:
-// the first draft a fresh process verified took 100 ms on lavapipe, a sixth of a 64-token
-// generation.
+// warm runs one step of each verify height a step of a token and its drafts can use that
+// calibration does not time (their programs are recorded at first use, and a driver compiles
+// a kernel at its first dispatch), so that no request pays for them: the first draft a fresh
+// process verified took 100 ms on lavapipe, a sixth of a 64-token generation. (An engine
+// without speculation warms nothing: its prompts' steps would cost a large model seconds at
+// load on a CPU adapter.)
 func (e *Engine) warm() error {
 	sess := e.target.NewSession()
 	defer sess.Release()
-	for _, rows := range append([]int{1}, model.VerifyRows()...) {
-		toks := make([]int, min(rows, e.cfg.MaxSeq-1))
+	for _, rows := range model.VerifyRows() {
+		if rows > e.target.Opts.MaxDraft+1 || slices.Contains(spec.CalibrationRows, rows) {
+			continue
+		}
+		toks := make([]int, rows)
 		for i := range toks {
 			toks[i] = i % e.cfg.Vocab
 		}
-		nDraft := len(toks) - 1
-		if nDraft > e.target.Opts.MaxDraft {
-			nDraft = 0 // a prompt chunk of that many rows
-		}
-		if _, err := sess.Forward(toks, nDraft, nil, Sampling{}); err != nil {
+		if _, err := sess.Forward(toks, rows-1, nil, Sampling{}); err != nil {
 			return fmt.Errorf("engine: a warm-up step of %d rows (dummy tokens) failed, so will every request: %w", rows, err)
 		}
 		sess.Truncate(0)
