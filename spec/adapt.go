@@ -72,6 +72,9 @@ type CostModel struct {
 	perDraft  float64
 	byRows    map[int]*ema // step time by row count
 	byDrafts  map[int]*ema // drafter call time by tokens drafted
+	// seeded are step times measured once at load for Plan's jumps only (not the line):
+	// what a full batch costs and one more row past it, before such steps are observed.
+	seeded map[int]float64
 }
 
 type ema struct{ mean, weight float64 }
@@ -143,18 +146,35 @@ func fitLine(by map[int]*ema, a, b float64) (float64, float64) {
 	return a, b
 }
 
-// measuredSteps are the mean step times of the row counts seen often enough to trust
-// (seconds by rows).
+// measuredSteps are the mean step times of the row counts seen often enough to trust, or
+// else seeded (seconds by rows).
 func (c *CostModel) measuredSteps() map[int]float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[int]float64, len(c.byRows))
+	out := make(map[int]float64, len(c.byRows)+len(c.seeded))
+	for n, d := range c.seeded {
+		out[n] = d
+	}
 	for n, e := range c.byRows {
 		if e.weight >= 4 {
 			out[n] = e.mean
 		}
 	}
 	return out
+}
+
+// SeedSteps gives Plan the times of steps of some row counts measured once (a full batch and
+// one row more), to price the jumps a draft may cause before it has seen such steps; they do
+// not move the line, and observed steps of the same counts replace them once trusted.
+func (c *CostModel) SeedSteps(times map[int]time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seeded == nil {
+		c.seeded = map[int]float64{}
+	}
+	for n, d := range times {
+		c.seeded[n] = d.Seconds()
+	}
 }
 
 // Costs returns the current estimates: a step of n rows costs fixed + n perRow, and a
@@ -183,7 +203,8 @@ type PlanSeq struct {
 // baseRows (one per decoding sequence, plus prompt chunks): greedily, the run of a
 // sequence's next drafts with the most expected tokens per second of cost first, while it
 // raises the step's tokens per second. probe forces one draft on sequences whose plan would
-// be none, so that their acceptance keeps being measured.
+// be none, so that their acceptance keeps being measured, unless that draft would take the
+// step past a measured jump in its cost (it is asked again at a later step).
 //
 // A step's cost is the line's where its row counts have not been seen, but a step is not
 // linear in its rows everywhere (a device runs steps of up to 16 rows as one block, more in
@@ -197,17 +218,19 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 	rows := baseRows
 	elapsed := (fixed + perRow*time.Duration(baseRows)).Seconds()
 	unit, call := (perRow + perDraft).Seconds(), draftCall.Seconds()
-	// extra is what m more rows cost beyond the line, from the measured steps: at least the
-	// excess of any measured row count they reach over the step's own.
+	// extra is what m more rows cost beyond the line, from the measured steps: the largest
+	// excess over the line of a measured row count they reach, less the step's own excess
+	// (when its row count is measured).
+	excess := func(n int) (float64, bool) {
+		d, ok := measured[n]
+		return d - (fixed + perRow*time.Duration(n)).Seconds(), ok
+	}
 	extra := func(m int) float64 {
-		a, ok := measured[rows]
-		if !ok {
-			return 0
-		}
+		own, _ := excess(rows)
 		x := 0.0
 		for n := rows + 1; n <= rows+m; n++ {
-			if b, ok := measured[n]; ok {
-				x = max(x, (b-a)-perRow.Seconds()*float64(n-rows))
+			if e, ok := excess(n); ok {
+				x = max(x, e-own)
 			}
 		}
 		return x
@@ -239,8 +262,10 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 		elapsed += bestCost
 	}
 	for i, s := range seqs {
-		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && probe(i) {
+		// A probe that would take the step past a measured jump waits for a smaller step.
+		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && extra(1) < perRow.Seconds()/4 && probe(i) {
 			ks[i] = 1
+			rows++
 		}
 	}
 	return ks

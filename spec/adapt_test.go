@@ -147,3 +147,39 @@ func TestPlanSeesMeasuredJumps(t *testing.T) {
 		t.Errorf("with 17 rows on the line: no drafts")
 	}
 }
+
+// Seeded step times price a full batch's jump before any such step is observed, without
+// moving the line.
+func TestPlanSeededJump(t *testing.T) {
+	c := NewCostModel(15*ms, ms)
+	for range 8 {
+		for rows := 1; rows <= 16; rows++ {
+			c.ObserveStep(rows, 14*ms+time.Duration(rows)*ms)
+		}
+	}
+	seqs := make([]PlanSeq, 16)
+	for i := range seqs {
+		seqs[i] = PlanSeq{Acc: acceptanceOf(0.9), MaxK: 4}
+	}
+	before := c.Plan(seqs, 16, nil)
+	_, perRow, _, _ := c.Costs()
+	c.SeedSteps(map[int]time.Duration{16: 30 * ms, 17: 40 * ms})
+	after := c.Plan(seqs, 16, nil)
+	if _, p, _, _ := c.Costs(); p != perRow {
+		t.Errorf("seeding moved the line: %v -> %v a row", perRow, p)
+	}
+	if before[0] == 0 || after[0] != 0 {
+		t.Errorf("drafts before seeding %v, after %v: want some, then none", before, after)
+	}
+	// Probes wait too, where a draft would cross the jump; below it they go in.
+	always := func(int) bool { return true }
+	for i := range seqs {
+		seqs[i].Acc = acceptanceOf(0.01)
+	}
+	if ks := c.Plan(seqs, 16, always); ks[0] != 0 {
+		t.Errorf("probes past the jump: %v", ks)
+	}
+	if ks := c.Plan(seqs[:8], 8, always); ks[0] != 1 || ks[7] != 1 {
+		t.Errorf("probes of 8 sequences: %v", ks)
+	}
+}

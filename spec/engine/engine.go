@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
@@ -232,48 +230,6 @@ func Load(dir string, o Options) (*Engine, error) {
 	e.sched = sched.New(e.target, e.method, sched.Options{Cost: e.cost, OnStep: o.OnStep})
 	go e.sched.Run()
 	return e, nil
-}
-
-// warm runs one step of each verify height a step of a token and its drafts can use that
-// calibration does not time (their programs are recorded at first use, and a driver compiles
-// a kernel at its first dispatch), so that no request pays for them: the first draft a fresh
-// process verified took 100 ms on lavapipe, a sixth of a 64-token generation. (An engine
-// without speculation warms nothing: its prompts' steps would cost a large model seconds at
-// load on a CPU adapter.)
-func (e *Engine) warm() error {
-	sess := e.target.NewSession()
-	defer sess.Release()
-	for _, rows := range model.VerifyRows() {
-		if rows > e.target.Opts.MaxDraft+1 || slices.Contains(spec.CalibrationRows, rows) {
-			continue
-		}
-		toks := make([]int, rows)
-		for i := range toks {
-			toks[i] = i % e.cfg.Vocab
-		}
-		if _, err := sess.Forward(toks, rows-1, nil, Sampling{}); err != nil {
-			return fmt.Errorf("engine: a warm-up step of %d rows (dummy tokens) failed, so will every request: %w", rows, err)
-		}
-		sess.Truncate(0)
-	}
-	return nil
-}
-
-// calibrate times steps of 1, 5 and 9 rows (one token and its drafts) on a scratch sequence:
-// the cost model adaptive speculation starts from.
-func (e *Engine) calibrate() (*spec.CostModel, error) {
-	sess := e.target.NewSession()
-	defer sess.Release()
-	return spec.Calibrate(func(rows int) (time.Duration, error) {
-		toks := make([]int, min(rows, e.target.Opts.MaxDraft+1))
-		for i := range toks {
-			toks[i] = i % e.cfg.Vocab
-		}
-		t0 := time.Now()
-		_, err := sess.Forward(toks, len(toks)-1, nil, Sampling{})
-		sess.Truncate(0)
-		return time.Since(t0), err
-	}, 3)
 }
 
 // release frees what the engine holds on the device (for Load's failures and Close).
