@@ -147,20 +147,22 @@ func fitLine(by map[int]*ema, a, b float64) (float64, float64) {
 }
 
 // measuredSteps are the mean step times of the row counts seen often enough to trust, or
-// else seeded (seconds by rows).
-func (c *CostModel) measuredSteps() map[int]float64 {
+// else seeded (seconds by rows), and the row counts where a jump may be (the seeded ones: a
+// full batch and one row more; only there is a step priced off the line, so that noise in the
+// small steps one sequence makes never stops its drafts).
+func (c *CostModel) measuredSteps() (map[int]float64, map[int]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[int]float64, len(c.byRows)+len(c.seeded))
+	out, jumps := make(map[int]float64, len(c.byRows)+len(c.seeded)), make(map[int]bool, len(c.seeded))
 	for n, d := range c.seeded {
-		out[n] = d
+		out[n], jumps[n] = d, true
 	}
 	for n, e := range c.byRows {
 		if e.weight >= 4 {
 			out[n] = e.mean
 		}
 	}
-	return out
+	return out, jumps
 }
 
 // SeedSteps gives Plan the times of steps of some row counts measured once (a full batch and
@@ -206,13 +208,13 @@ type PlanSeq struct {
 // be none, so that their acceptance keeps being measured, unless that draft would take the
 // step past a measured jump in its cost (it is asked again at a later step).
 //
-// A step's cost is the line's where its row counts have not been seen, but a step is not
-// linear in its rows everywhere (a device runs steps of up to 16 rows as one block, more in
-// blocks of 8: one row past 16 costs a block): where the step's row count and counts the
-// drafts would reach have been seen often, the drafts cost at least the measured difference.
+// A step's cost is the line's, but a step is not linear in its rows everywhere (a device runs
+// steps of up to 16 rows as one block, more in blocks of 8: one row past 16 costs a block):
+// drafts that take a step to a row count where a jump was seeded (SeedSteps) cost the
+// measured excess there over the line, less the step's own.
 func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) []int {
 	fixed, perRow, draftCall, perDraft := c.Costs()
-	measured := c.measuredSteps()
+	measured, jumps := c.measuredSteps()
 	ks := make([]int, len(seqs))
 	tokens := float64(len(seqs))
 	rows := baseRows
@@ -229,7 +231,7 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 		own, _ := excess(rows)
 		x := 0.0
 		for n := rows + 1; n <= rows+m; n++ {
-			if e, ok := excess(n); ok {
+			if e, ok := excess(n); ok && jumps[n] {
 				x = max(x, e-own)
 			}
 		}

@@ -116,8 +116,9 @@ func TestPlanBatch(t *testing.T) {
 }
 
 // A step is not linear in its rows everywhere: where 16 rows have been measured at 30 ms and
-// 17 at 40 ms (a second block), sixteen sequences with good drafts draft nothing, though the
-// line alone (1 ms a row) says a 90% draft pays; with both measured on the line, they draft.
+// 17 at 40 ms (a second block; seeded as where a jump may be), sixteen sequences with good
+// drafts draft nothing, though the line alone (1 ms a row) says a 90% draft pays; with both
+// measured on the line, they draft.
 func TestPlanSeesMeasuredJumps(t *testing.T) {
 	plan := func(at17 time.Duration) []int {
 		c := NewCostModel(15*ms, ms)
@@ -128,6 +129,7 @@ func TestPlanSeesMeasuredJumps(t *testing.T) {
 			c.ObserveStep(17, at17)
 			c.ObserveStep(32, 46*ms)
 		}
+		c.SeedSteps(map[int]time.Duration{16: 30 * ms, 17: 31 * ms}) // where to look; the observed times win
 		seqs := make([]PlanSeq, 16)
 		for i := range seqs {
 			seqs[i] = PlanSeq{Acc: acceptanceOf(0.9), MaxK: 4}
