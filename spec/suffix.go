@@ -118,19 +118,16 @@ type suffixDrafter struct {
 	local  *suffixTree
 	seen   []int // the tokens in local
 	prompt int   // the prompt's length (-1 before the first Accept)
-	done   bool
 }
 
 func (d *suffixDrafter) Keep() batch.Slot { return 0 }
 
 // Accept adds the sequence's new tokens to its tree (the first call: the prompt and the
-// first token).
+// first token; a context only grows). A sequence preempted and recomputed gets a new drafter,
+// whose first context already holds tokens generated before: they count as its prompt.
 func (d *suffixDrafter) Accept(ctx []int) error {
 	if d.prompt < 0 {
 		d.prompt = len(ctx) - 1
-	}
-	if len(ctx) < len(d.seen) { // never happens: a context only grows
-		d.local, d.seen = newSuffixTree(d.s.MaxTreeDepth), nil
 	}
 	for len(d.seen) < len(ctx) {
 		d.seen = append(d.seen, ctx[len(d.seen)])
@@ -139,12 +136,11 @@ func (d *suffixDrafter) Accept(ctx []int) error {
 	return nil
 }
 
-// Release gives the sequence's output to the global tree.
+// Release gives the sequence's output to the global tree (releasing twice is harmless).
 func (d *suffixDrafter) Release() {
-	if d.done {
+	if d.local == nil {
 		return
 	}
-	d.done = true
 	if d.prompt >= 0 && d.prompt < len(d.seen) {
 		d.s.remember(append([]int(nil), d.seen[d.prompt:]...))
 	}

@@ -33,9 +33,9 @@ type StreamDecoder struct {
 	tok      *Tokenizer
 	pending  []byte
 	afterBOS bool
-	// KeepSpecial writes special tokens as their strings (they give nothing otherwise), set
-	// apart from the text around them by a space when Spaces (Hugging Face's decode with
-	// skip_special_tokens false and spaces_between_special_tokens true).
+	// keep writes special tokens as their strings (they give nothing otherwise), set apart
+	// from the text around them by a space with spaces (Hugging Face's decode with
+	// skip_special_tokens false and spaces_between_special_tokens true): see KeepSpecial.
 	keep, spaces bool
 	wrote        bool // some text came out
 	afterSpecial bool // the last token was a special one written out
