@@ -1,5 +1,5 @@
 // Command wspec runs decoder-only language models on any WebGPU adapter, with speculative
-// decoding. Subcommands: setup, generate, devices, selftest, convert, bench, serve, distill.
+// decoding. Subcommands: setup, generate, devices, selftest, convert, bench, serve, distill, web.
 package main
 
 import (
@@ -25,6 +25,7 @@ var commands = []command{
 	{"bench", "measure decode speed (and speculation) on an adapter", runBench},
 	{"serve", "serve the OpenAI API (completions, chat) with continuous batching", runServe},
 	{"distill", "train drafters for a model by self-distillation on the CPU", runDistill},
+	{"web", "serve wspec in a web page (WebAssembly and the browser's WebGPU)", runWeb},
 }
 
 func usage() {

@@ -1,3 +1,5 @@
+//go:build !js
+
 package webgpu
 
 /*
@@ -11,35 +13,6 @@ import (
 	"sort"
 	"unsafe"
 )
-
-// AdapterType is discrete GPU, integrated GPU, CPU or unknown.
-type AdapterType uint32
-
-func (t AdapterType) String() string {
-	switch t {
-	case 1:
-		return "discrete-gpu"
-	case 2:
-		return "integrated-gpu"
-	case 3:
-		return "cpu"
-	}
-	return "unknown"
-}
-
-// Limits are the adapter or device limits that matter for compute.
-type Limits struct {
-	MaxStorageBufferBindingSize       uint64 `json:"max_storage_buffer_binding_size"`
-	MaxUniformBufferBindingSize       uint64 `json:"max_uniform_buffer_binding_size"`
-	MaxBufferSize                     uint64 `json:"max_buffer_size"`
-	MaxStorageBuffersPerShaderStage   uint32 `json:"max_storage_buffers_per_shader_stage"`
-	MaxBindGroups                     uint32 `json:"max_bind_groups"`
-	MinStorageBufferOffsetAlignment   uint32 `json:"min_storage_buffer_offset_alignment"`
-	MaxComputeWorkgroupStorageSize    uint32 `json:"max_compute_workgroup_storage_size"`
-	MaxComputeInvocationsPerWorkgroup uint32 `json:"max_compute_invocations_per_workgroup"`
-	MaxComputeWorkgroupSizeX          uint32 `json:"max_compute_workgroup_size_x"`
-	MaxComputeWorkgroupsPerDimension  uint32 `json:"max_compute_workgroups_per_dimension"`
-}
 
 func limitsFromC(l *C.WGPULimits) Limits {
 	return Limits{
@@ -76,43 +49,6 @@ var featureNames = map[uint32]string{
 	0x0B:                            "rg11b10ufloat-renderable",
 	0x00050037:                      "chromium-experimental-subgroup-matrix",
 	0x00050003:                      "chromium-experimental-timestamp-query-inside-passes",
-}
-
-// AdapterInfo describes an adapter.
-type AdapterInfo struct {
-	Vendor       string      `json:"vendor"`
-	Architecture string      `json:"architecture"`
-	Device       string      `json:"device"`
-	Description  string      `json:"description"`
-	Backend      Backend     `json:"-"`
-	BackendName  string      `json:"backend"`
-	Type         AdapterType `json:"-"`
-	TypeName     string      `json:"type"`
-	VendorID     uint32      `json:"vendor_id"`
-	DeviceID     uint32      `json:"device_id"`
-	SubgroupMin  uint32      `json:"subgroup_min_size"`
-	SubgroupMax  uint32      `json:"subgroup_max_size"`
-	Features     []string    `json:"features"`
-	Limits       Limits      `json:"limits"`
-	// MemoryHeaps are the adapter's memory heaps, where it reports them (Dawn's
-	// adapter-properties-memory-heaps feature); nil otherwise.
-	MemoryHeaps []MemoryHeap `json:"memory_heaps,omitempty"`
-}
-
-// MemoryHeap is one of an adapter's memory heaps.
-type MemoryHeap struct {
-	Size        uint64 `json:"size"`
-	DeviceLocal bool   `json:"device_local"` // the device's own memory (a discrete GPU's VRAM)
-	HostVisible bool   `json:"host_visible"`
-}
-
-// Name is a one-line name: "llvmpipe (LLVM 15.0.6, 256 bits) [vulkan, cpu]".
-func (i AdapterInfo) Name() string {
-	name := i.Device
-	if name == "" {
-		name = i.Description
-	}
-	return fmt.Sprintf("%s [%s, %s]", name, i.BackendName, i.TypeName)
 }
 
 // Adapter is a physical device as WebGPU sees it.
@@ -172,16 +108,6 @@ func newAdapter(in *Instance, h C.WGPUAdapter) (*Adapter, error) {
 	C.w_wgpuSupportedFeaturesFreeMembers(feats)
 	sort.Strings(a.Info.Features)
 	return a, nil
-}
-
-// HasFeature reports whether the adapter offers the named feature.
-func (a *Adapter) HasFeature(name string) bool {
-	for _, f := range a.Info.Features {
-		if f == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Release frees the adapter.

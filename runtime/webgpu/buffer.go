@@ -1,3 +1,5 @@
+//go:build !js
+
 package webgpu
 
 /*
@@ -9,20 +11,6 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
-)
-
-// BufferUsage flags of WGPUBufferUsage.
-type BufferUsage uint64
-
-// Buffer usages (the same numbers in every Dawn generation so far).
-const (
-	UsageMapRead      BufferUsage = 0x001
-	UsageMapWrite     BufferUsage = 0x002
-	UsageCopySrc      BufferUsage = 0x004
-	UsageCopyDst      BufferUsage = 0x008
-	UsageUniform      BufferUsage = 0x040
-	UsageStorage      BufferUsage = 0x080
-	UsageQueryResolve BufferUsage = 0x200
 )
 
 // Buffer is a device buffer.

@@ -1,3 +1,5 @@
+//go:build !js
+
 package webgpu
 
 /*
@@ -8,8 +10,6 @@ import "C"
 
 import (
 	"fmt"
-	"strings"
-	"time"
 	"unsafe"
 )
 
@@ -42,9 +42,6 @@ func (in *Instance) Release() {
 	}
 }
 
-// waitTimeout bounds every wait on a future; a healthy device answers long before.
-const waitTimeout = 120 * time.Second
-
 // wait blocks until the future completes (its callback has then run) or the timeout passes.
 func (in *Instance) wait(f C.WGPUFuture, what string) error {
 	info := (*C.WGPUFutureWaitInfo)(C.calloc(1, C.sizeof_WGPUFutureWaitInfo))
@@ -58,43 +55,6 @@ func (in *Instance) wait(f C.WGPUFuture, what string) error {
 	default:
 		return fmt.Errorf("%w: WaitAny for %s returned status %d", ErrValidation, what, st)
 	}
-}
-
-// Backend names a WebGPU backend (values of this Dawn build).
-type Backend uint32
-
-// Backends of this Dawn build's WGPUBackendType.
-const (
-	BackendUndefined Backend = 0
-	BackendNull      Backend = 1
-	BackendWebGPU    Backend = 2
-	BackendD3D11     Backend = 3
-	BackendD3D12     Backend = 4
-	BackendMetal     Backend = 5
-	BackendVulkan    Backend = 6
-	BackendOpenGL    Backend = 7
-	BackendOpenGLES  Backend = 8
-)
-
-var backendNames = map[Backend]string{BackendUndefined: "undefined", BackendNull: "null", BackendWebGPU: "webgpu",
-	BackendD3D11: "d3d11", BackendD3D12: "d3d12", BackendMetal: "metal", BackendVulkan: "vulkan",
-	BackendOpenGL: "opengl", BackendOpenGLES: "opengles"}
-
-func (b Backend) String() string {
-	if s, ok := backendNames[b]; ok {
-		return s
-	}
-	return fmt.Sprintf("backend(%d)", uint32(b))
-}
-
-// ParseBackend reads a backend name as String writes it.
-func ParseBackend(s string) (Backend, error) {
-	for b, name := range backendNames {
-		if strings.EqualFold(s, name) {
-			return b, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown backend %q (want vulkan, metal, d3d12, d3d11, opengl, opengles)", s)
 }
 
 // requestAdapter asks for one adapter; nil (and no error) when the request finds none.

@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package webgpu is wspec's binding to the compute subset of webgpu.h. The library (Dawn) is
 // loaded at run time (LoadLibraryExW on Windows, dlopen elsewhere), so building and vetting need
 // no library on the machine; every failure comes back as a Go error. Struct layouts follow the
@@ -12,23 +14,11 @@ package webgpu
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"unsafe"
-)
-
-// Sentinel errors; the concrete errors wrap them with %w.
-var (
-	ErrLibraryNotFound   = errors.New("webgpu library not found")
-	ErrLibraryLoad       = errors.New("webgpu library failed to load")
-	ErrUnknownGeneration = errors.New("unknown Dawn generation")
-	ErrNoAdapter         = errors.New("no WebGPU adapter")
-	ErrDeviceLost        = errors.New("webgpu device lost")
-	ErrValidation        = errors.New("webgpu error")
-	ErrTimeout           = errors.New("webgpu wait timed out")
 )
 
 var (

@@ -1,3 +1,5 @@
+//go:build !js
+
 package webgpu
 
 /*
@@ -9,26 +11,8 @@ import "C"
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"unsafe"
 )
-
-// CompileError is a WGSL compilation failure with the compiler's messages, each
-// "line:column: error: text", prefixed by the kernel's name.
-type CompileError struct {
-	Kernel   string
-	Messages string
-}
-
-func (e *CompileError) Error() string {
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimSpace(e.Messages), "\n") {
-		fmt.Fprintf(&b, "\n  %s.wgsl:%s", e.Kernel, line)
-	}
-	return fmt.Sprintf("compiling kernel %s:%s", e.Kernel, b.String())
-}
-
-func (e *CompileError) Unwrap() error { return ErrValidation }
 
 // ShaderModule is compiled WGSL.
 type ShaderModule struct {
@@ -139,14 +123,6 @@ func (p *ComputePipeline) Release() {
 		C.w_wgpuComputePipelineRelease(p.h)
 		p.h = nil
 	}
-}
-
-// Binding binds a buffer range to a @binding of group 0. Size 0 means "to the end"; a nil
-// Buffer leaves its @binding out (one that the kernel does not declare).
-type Binding struct {
-	Buffer *Buffer
-	Offset uint64
-	Size   uint64
 }
 
 // BindGroup is a set of buffers bound to a pipeline's group 0.

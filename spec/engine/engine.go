@@ -278,6 +278,9 @@ type Info struct {
 	ChatTemplate string
 	// PrefixCaching says whether full KV pages are kept and shared across sequences.
 	PrefixCaching bool
+	// Features are the device features the kernels use: "subgroups" (else their workgroup
+	// paths), "shader-f16", "timestamp-query".
+	Features []string
 }
 
 // Info describes the engine (it is not an error to ask after Close).
@@ -288,6 +291,14 @@ func (e *Engine) Info() Info {
 	}
 	if e.dev != nil {
 		i.Adapter = e.dev.Adapter.Info.Name()
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{e.dev.HasSubgroups && !e.dev.ForceNoSubgroups, "subgroups"}, {e.dev.HasF16, "shader-f16"}, {e.dev.HasTimestamp, "timestamp-query"}} {
+			if f.on {
+				i.Features = append(i.Features, f.name)
+			}
+		}
 	}
 	if e.target != nil {
 		i.Dispatches = e.target.Dispatches()

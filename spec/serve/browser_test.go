@@ -3,17 +3,15 @@
 package serve
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/wspec/wspec/spec/web/webtest"
 )
 
 // browserPage calls a server from another origin the way a web page does (fetch, with the
@@ -32,27 +30,11 @@ async function complete(base) {
 }
 </script>`
 
-// chromium finds Debian's Chromium; CI installs it (.ci/run), elsewhere the test is skipped,
-// loudly, unless CI is set.
-func chromium(t *testing.T) string {
-	for _, p := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium (CI installs Debian's chromium package)")
-	}
-	t.Skip("SKIPPED, NOT PASSED: no Chromium on this machine (apt-get install chromium)")
-	return ""
-}
-
 // A page in headless Chromium, served from one origin, calls wspec serve on another: the
 // server that names the page's origin in --allowed-origins answers it (the preflight passes,
 // the page reads the completion and its X-Request-Id); the one with the default (no origin)
 // is blocked by the browser.
 func TestBrowserCORS(t *testing.T) {
-	path := chromium(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, browserPage)
@@ -70,15 +52,7 @@ func TestBrowserCORS(t *testing.T) {
 	}
 	allowing, closed := serverWith([]string{page.URL}), serverWith(nil)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx := webtest.Browser(t, 2*time.Minute)
 	call := func(base string) string {
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("complete(%q)", base), chromedp.EvalAwaitPromise))
 		if err != nil {

@@ -1,0 +1,92 @@
+// Package web is wspec in a web page: the engine compiled to WebAssembly behind a small
+// JavaScript API (static/wspec.js), the page that uses it (static/index.html), and, in the
+// native build, the server `wspec web` runs to give the page its files on loopback. The
+// browser's WebGPU binding is runtime/webgpu's syscall/js half; nothing here is in the native
+// engine's path.
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wspec/wspec/spec/engine"
+)
+
+// GenerateRequest is generate()'s options, with the names of vLLM's sampling parameters. The
+// defaults are `wspec generate`'s: greedy, 256 tokens at most, seed 0.
+type GenerateRequest struct {
+	MaxTokens            *int     `json:"max_tokens"`
+	Temperature          float32  `json:"temperature"`
+	TopP                 *float32 `json:"top_p"`
+	TopK                 int      `json:"top_k"`
+	MinP                 float32  `json:"min_p"`
+	Seed                 uint64   `json:"seed"`
+	Stop                 []string `json:"stop"`
+	IgnoreEOS            bool     `json:"ignore_eos"`
+	PresencePenalty      float32  `json:"presence_penalty"`
+	FrequencyPenalty     float32  `json:"frequency_penalty"`
+	RepetitionPenalty    *float32 `json:"repetition_penalty"`
+	NumSpeculativeTokens int      `json:"num_speculative_tokens"`
+	NoSpeculation        bool     `json:"no_speculation"`
+}
+
+// generateOptions reads generate()'s options JSON (unknown names are errors) into the engine's
+// options, validated as the engine validates them.
+func generateOptions(s string) (engine.GenerateOptions, error) {
+	var r GenerateRequest
+	if err := strictJSON(s, &r); err != nil {
+		return engine.GenerateOptions{}, fmt.Errorf("generate options: %w", err)
+	}
+	o := engine.GenerateOptions{MaxTokens: 256, Stop: r.Stop, IgnoreEOS: r.IgnoreEOS,
+		NumSpeculativeTokens: r.NumSpeculativeTokens, NoSpeculation: r.NoSpeculation,
+		Sampling: engine.Sampling{Temperature: r.Temperature, TopP: 1, TopK: r.TopK, MinP: r.MinP, Seed: r.Seed,
+			PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, RepetitionPenalty: 1}}
+	if r.MaxTokens != nil {
+		o.MaxTokens = *r.MaxTokens
+	}
+	if r.TopP != nil {
+		if o.TopP = *r.TopP; o.TopP == 0 {
+			o.TopP = engine.SmallestTopP // as the CLI and the OpenAI API mean it: the likeliest token alone
+		}
+	}
+	if r.RepetitionPenalty != nil {
+		o.RepetitionPenalty = *r.RepetitionPenalty
+	}
+	return o, o.Validate(0)
+}
+
+// strictJSON decodes s into v, refusing unknown names and trailing data; "" is {}.
+func strictJSON(s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("data after the JSON object")
+	}
+	return nil
+}
+
+// result is a generation's result as the page reads it.
+func result(r *engine.Result) map[string]any {
+	m := r.Metrics
+	return map[string]any{
+		"text": r.Text, "tokens": r.Tokens, "prompt_tokens": len(r.PromptTokens), "finish_reason": string(r.Finish),
+		"prefill_ms": float64(r.Prefill.Microseconds()) / 1000, "decode_ms": float64(r.Decode.Microseconds()) / 1000,
+		"steps": m.Steps, "drafting_steps": m.Drafts, "draft_tokens": m.DraftTokens, "accepted_tokens": m.AcceptedTokens,
+		"acceptance_rate": m.AcceptanceRate(), "mean_acceptance_length": m.MeanAcceptanceLength(),
+		"accepted_per_position": m.AcceptedPerPosition,
+	}
+}
+
+// describe is what the page shows of an engine: the model, the adapter, the speculation.
+func describe(e *engine.Engine) map[string]any {
+	i := e.Info()
+	return map[string]any{"model": i.Dir, "adapter": i.Adapter, "dtype": i.DType, "dispatches": i.Dispatches,
+		"method": i.Method, "k": i.K, "max_model_len": i.Config.MaxSeq, "features": i.Features}
+}
