@@ -146,6 +146,10 @@ type Options struct {
 	Full bool
 	// Ctx stops the run between two cases when it is done; what finished is returned.
 	Ctx context.Context
+	// PerVariant keeps at most that many cases of each kernel/variant, spread evenly over its
+	// sizes (the first and the last kept): a sample that still compiles every pipeline, for
+	// slow adapters such as a browser's software one. 0 keeps them all.
+	PerVariant int
 	// Log is told about each failing case as it fails (nil: nothing).
 	Log func(string)
 	// OnKernel is given each kernel's results as soon as its last case has run (nil: nothing).
@@ -173,11 +177,8 @@ func Run(d *runtime.Device, o Options) []Result {
 		}
 		kernelStart = len(out)
 	}
-	for _, tc := range allCases() {
+	for _, tc := range chosen(o) {
 		name := tc.kernel + "/" + tc.variant + "/" + tc.size
-		if !matches(o.Filter, name) || (tc.full && !o.Full) {
-			continue
-		}
 		if o.Ctx.Err() != nil {
 			break
 		}
@@ -200,6 +201,48 @@ func Run(d *runtime.Device, o Options) []Result {
 	}
 	o.Log(fmt.Sprintf("selftest: %d cases (%d kernels), %d failed, %.1fs on %s",
 		len(out), len(kernels), failed, time.Since(start).Seconds(), d.Adapter.Info.Name()))
+	return out
+}
+
+// Names lists the cases o keeps, "kernel/variant/size" in the order Run runs them.
+func Names(o Options) []string {
+	var out []string
+	for _, tc := range chosen(o) {
+		out = append(out, tc.kernel+"/"+tc.variant+"/"+tc.size)
+	}
+	return out
+}
+
+// chosen lists the cases o keeps, in order.
+func chosen(o Options) []testCase {
+	var keep []testCase
+	groups := map[string][]int{} // kernel/variant -> indexes in keep
+	for _, tc := range allCases() {
+		if matches(o.Filter, tc.kernel+"/"+tc.variant+"/"+tc.size) && (o.Full || !tc.full) {
+			groups[tc.kernel+"/"+tc.variant] = append(groups[tc.kernel+"/"+tc.variant], len(keep))
+			keep = append(keep, tc)
+		}
+	}
+	if o.PerVariant <= 0 {
+		return keep
+	}
+	picked := make([]bool, len(keep))
+	for _, idx := range groups {
+		n := min(o.PerVariant, len(idx))
+		for i := range n {
+			j := 0
+			if n > 1 {
+				j = i * (len(idx) - 1) / (n - 1)
+			}
+			picked[idx[j]] = true
+		}
+	}
+	var out []testCase
+	for i, tc := range keep {
+		if picked[i] {
+			out = append(out, tc)
+		}
+	}
 	return out
 }
 

@@ -84,3 +84,29 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("table:\n%s", Table(rep))
 	}
 }
+
+// PerVariant keeps n cases of each kernel/variant, its first and last among them, and every
+// kernel/variant of the quick tier.
+func TestPerVariant(t *testing.T) {
+	all := chosen(Options{})
+	groups := map[string][]string{}
+	for _, tc := range all {
+		groups[tc.kernel+"/"+tc.variant] = append(groups[tc.kernel+"/"+tc.variant], tc.size)
+	}
+	got := map[string][]string{}
+	for _, tc := range chosen(Options{PerVariant: 2}) {
+		got[tc.kernel+"/"+tc.variant] = append(got[tc.kernel+"/"+tc.variant], tc.size)
+	}
+	if len(got) != len(groups) {
+		t.Fatalf("%d kernel/variants kept of %d", len(got), len(groups))
+	}
+	for g, sizes := range groups {
+		want := []string{sizes[0], sizes[len(sizes)-1]}
+		if len(sizes) == 1 {
+			want = want[:1]
+		}
+		if fmt.Sprint(got[g]) != fmt.Sprint(want) {
+			t.Errorf("%s: kept %v of %v", g, got[g], sizes)
+		}
+	}
+}

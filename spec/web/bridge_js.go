@@ -207,12 +207,14 @@ func marshal(v any) (any, error) {
 	return string(j), err
 }
 
-// selftest(optionsJSON) runs the portability suite's cases ({"filter": "...", "full": false})
+// selftest(optionsJSON) runs the portability suite's cases ({"filter": "...", "full": false,
+// "per_variant": 0}, as selftest.Options)
 // on the page's adapter against their pure-Go references and returns the report as JSON.
 func (b *bridge) selftest(args []js.Value) (any, error) {
 	var o struct {
-		Filter string `json:"filter"`
-		Full   bool   `json:"full"`
+		Filter     string `json:"filter"`
+		Full       bool   `json:"full"`
+		PerVariant int    `json:"per_variant"`
 	}
 	if len(args) > 0 {
 		if err := strictJSON(args[0].String(), &o); err != nil {
@@ -224,5 +226,5 @@ func (b *bridge) selftest(args []js.Value) (any, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return marshal(selftest.NewReport(d, selftest.Options{Filter: o.Filter, Full: o.Full}))
+	return marshal(selftest.NewReport(d, selftest.Options{Filter: o.Filter, Full: o.Full, PerVariant: o.PerVariant}))
 }

@@ -28,6 +28,7 @@ type GenerateRequest struct {
 	FrequencyPenalty     float32  `json:"frequency_penalty"`
 	RepetitionPenalty    *float32 `json:"repetition_penalty"`
 	NumSpeculativeTokens int      `json:"num_speculative_tokens"`
+	FixedSpeculation     bool     `json:"fixed_speculation"` // draft k every step, paying or not
 	NoSpeculation        bool     `json:"no_speculation"`
 }
 
@@ -39,7 +40,7 @@ func generateOptions(s string) (engine.GenerateOptions, error) {
 		return engine.GenerateOptions{}, fmt.Errorf("generate options: %w", err)
 	}
 	o := engine.GenerateOptions{MaxTokens: 256, Stop: r.Stop, IgnoreEOS: r.IgnoreEOS,
-		NumSpeculativeTokens: r.NumSpeculativeTokens, NoSpeculation: r.NoSpeculation,
+		NumSpeculativeTokens: r.NumSpeculativeTokens, FixedSpeculation: r.FixedSpeculation, NoSpeculation: r.NoSpeculation,
 		Sampling: engine.Sampling{Temperature: r.Temperature, TopP: 1, TopK: r.TopK, MinP: r.MinP, Seed: r.Seed,
 			PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, RepetitionPenalty: 1}}
 	if r.MaxTokens != nil {

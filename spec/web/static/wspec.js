@@ -160,7 +160,8 @@ export class Engine {
 
   // generate yields the text after prompt as it is generated. Options by vLLM's names
   // (max_tokens 256, temperature 0, top_p, top_k, min_p, seed, stop, ignore_eos, the
-  // penalties, num_speculative_tokens, no_speculation); onStep(step) is told each step's
+  // penalties, num_speculative_tokens, fixed_speculation: draft k tokens every step rather
+  // as far as drafts pay, no_speculation); onStep(step) is told each step's
   // rows, drafts and accepted drafts; signal (an AbortSignal) stops it.
   async *generate(prompt, options = {}) {
     const {onStep, signal, ...opts} = options;
@@ -196,7 +197,8 @@ export class Engine {
 }
 
 // selftest runs the portability suite's kernels on the page's adapter against their pure-Go
-// references: {filter: 'kernel names, comma-separated', full: false}. It returns the report
+// references: {filter: 'kernel names, comma-separated', full: false, per_variant: 0 (all, or
+// that many cases of each kernel variant)}. It returns the report
 // `wspec selftest --json` writes.
 export async function selftest(options = {}, wasm) {
   const api = await start(wasm || new URL('./wspec.wasm', import.meta.url));
