@@ -299,4 +299,26 @@ func TestBrowserPage(t *testing.T) {
 	}
 	status, _ := chromedp.Run(ctx, chromedp.Text("#status"))
 	t.Logf("second visit, %d tokens: %s", len(got.Result.Tokens), status)
+
+	// A folder from the visitor's disk: load() takes File objects (here made from the served
+	// files, as a drop gives them) and reads them from the page's memory.
+	var dropped pageResult
+	evalJSON(t, ctx, `(async () => {
+		const list = await (await fetch('/models/stories15M/files.json')).json();
+		const files = [];
+		for (const f of list) {
+			const blob = await (await fetch('/models/stories15M/' + f.name)).blob();
+			files.push({path: 'stories15M/' + f.name, file: new File([blob], f.name)});
+		}
+		const m = await import('/wspec.js');
+		const e = await m.load(files);
+		let text = '';
+		for await (const piece of e.generate('`+prompt+`', {max_tokens: 96})) text += piece;
+		const result = e.result;
+		await e.close();
+		return {text, result};
+	})()`, &dropped)
+	if !slices.Equal(dropped.Result.Tokens, want) {
+		t.Errorf("a dropped folder gave %v, the native engine %v", dropped.Result.Tokens, want)
+	}
 }
