@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall/js"
+	"time"
 )
 
 // Instance is the page's navigator.gpu.
@@ -37,6 +38,7 @@ func (in *Instance) Adapters() ([]*Adapter, error) {
 		if !v.IsNull() && !v.IsUndefined() {
 			return []*Adapter{newAdapter(v)}, nil
 		}
+		time.Sleep(time.Duration(100<<try) * time.Millisecond)
 	}
 	return nil, fmt.Errorf("%w: navigator.gpu.requestAdapter() answered null five times", ErrNoAdapter)
 }
