@@ -83,6 +83,12 @@ func (p *Program) AddAttention(c *weights.Config, pageSize, rows int, b AttnBuff
 		o["LLAMA3"] = 1
 		rope.Factor, rope.LowFreq, rope.HighFreq = float32(rs.Factor), float32(rs.LowFreqFactor), float32(rs.HighFreqFactor)
 		rope.OrigMaxPos = float32(rs.OriginalMaxPos)
+		if rs.Linear {
+			// Linear scaling is llama3's with every wavelength long: past an original context of
+			// 1 at low frequency factor 1 (every wavelength is at least 2 pi), each frequency is
+			// divided by the factor. One kernel variant serves both.
+			rope.LowFreq, rope.HighFreq, rope.OrigMaxPos = 1, 2, 1
+		}
 	}
 	rowsB, seqsB, blocksB := orDummy(b.Rows, b.Dummy), orDummy(b.Seqs, b.Dummy), orDummy(b.Blocks, b.Dummy)
 	if batch {

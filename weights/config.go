@@ -34,8 +34,12 @@ type Config struct {
 	EOS            []int // eos_token_id(s), from config.json and generation_config.json
 }
 
-// RopeScaling is Llama-3 style frequency scaling (rope_scaling.rope_type == "llama3").
+// RopeScaling is rope_scaling: Llama-3's frequency scaling (rope_type "llama3"), or with
+// Linear every frequency divided by Factor (rope_type "linear": positions compressed by
+// Factor, as Gemma 3 4B and larger do in their global layers and older long-context Llama
+// fine-tunes do everywhere), where the other fields are unused.
 type RopeScaling struct {
+	Linear         bool
 	Factor         float64 // factor
 	LowFreqFactor  float64 // low_freq_factor
 	HighFreqFactor float64 // high_freq_factor

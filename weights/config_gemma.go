@@ -43,10 +43,10 @@ func parseGemma3(j *configJSON, c *Config) error {
 			RopeType string `json:"rope_type"`
 		}
 		json.Unmarshal(j.RopeScaling, &rs)
-		if rs.RopeType != "default" {
-			return fmt.Errorf("%w: gemma3 rope_scaling %q (the 4B and larger models' linear scaling of the global layers)", ErrUnsupported, rs.RopeType)
+		// the 4B and larger models scale their global layers' rope linearly
+		if rs.RopeType != "default" && rs.RopeType != "linear" {
+			return fmt.Errorf("%w: gemma3 rope_scaling %q (default or linear)", ErrUnsupported, rs.RopeType)
 		}
-		j.RopeScaling = nil
 	}
 	c.NormPlusOne, c.GeluTanh, c.PostNorms, c.QKNorm = true, true, true, true
 	c.EmbedScale = math.Sqrt(float64(c.Dim))

@@ -199,7 +199,7 @@ func parseConfig(b []byte) (*Config, error) {
 }
 
 // parseRopeScaling reads rope_scaling: null, {"rope_type": "default"} (no
-// scaling) or llama3; anything else is ErrUnsupported.
+// scaling), linear or llama3; anything else is ErrUnsupported.
 func parseRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil, nil
@@ -222,9 +222,14 @@ func parseRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 	switch kind {
 	case "default":
 		return nil, nil
+	case "linear":
+		if j.Factor == nil {
+			return nil, fmt.Errorf("%w: linear rope_scaling needs a factor", ErrBadConfig)
+		}
+		return &RopeScaling{Linear: true, Factor: *j.Factor}, nil
 	case "llama3":
 	default:
-		return nil, fmt.Errorf("%w: rope_scaling type %q (only llama3)", ErrUnsupported, kind)
+		return nil, fmt.Errorf("%w: rope_scaling type %q (linear and llama3 are supported)", ErrUnsupported, kind)
 	}
 	if j.Factor == nil || j.LowFreqFactor == nil || j.HighFreqFactor == nil || j.OriginalMaxPos == nil {
 		return nil, fmt.Errorf("%w: llama3 rope_scaling needs factor, low_freq_factor, high_freq_factor and original_max_position_embeddings", ErrBadConfig)
@@ -342,7 +347,11 @@ func (c *Config) Validate() error {
 	if !(c.RMSEps > 0) || !(c.RMSEps < 1) {
 		return fmt.Errorf("%w: rms_norm_eps %v must be in (0, 1)", ErrBadConfig, c.RMSEps)
 	}
-	if s := c.RopeScaling; s != nil {
+	if s := c.RopeScaling; s != nil && s.Linear {
+		if !(s.Factor >= 1) || !(s.Factor <= 1e6) {
+			return fmt.Errorf("%w: linear rope_scaling factor %v: want 1 to 1e6", ErrBadConfig, s.Factor)
+		}
+	} else if s != nil {
 		if !(s.Factor >= 1) || !(s.LowFreqFactor > 0) || !(s.HighFreqFactor > s.LowFreqFactor) || s.OriginalMaxPos <= 0 {
 			return fmt.Errorf("%w: llama3 rope_scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0, got %+v", ErrBadConfig, *s)
 		}

@@ -64,6 +64,19 @@ func TestLoadConfigDefaultsAndKinds(t *testing.T) {
 	if err != nil || !c.AttnBias || c.RopeScaling == nil || c.RopeScaling.Factor != 8 || c.BOS != -1 || c.EOS != nil {
 		t.Fatalf("llama with bias: %+v %v", c, err)
 	}
+	// Linear scaling (a long-context fine-tune's), and its round trip.
+	c, err = LoadConfig(writeConfigDir(t, `{"model_type":"llama","hidden_size":64,"intermediate_size":128,
+		"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,"rope_scaling":{"type":"linear","factor":4.0}}`, ""))
+	if err != nil || c.RopeScaling == nil || *c.RopeScaling != (RopeScaling{Linear: true, Factor: 4}) {
+		t.Fatalf("linear: %+v %v", c, err)
+	}
+	dir := t.TempDir()
+	if err := WriteConfig(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := LoadConfig(dir); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("linear round trip:\n%+v\n%+v (%v)", back, c, err)
+	}
 	// Mistral-7B-v0.1: sliding window caps MaxSeq.
 	c, err = LoadConfig(writeConfigDir(t, `{"architectures":["MistralForCausalLM"],"bos_token_id":1,"eos_token_id":2,
 		"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,"intermediate_size":14336,
@@ -115,7 +128,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"unknown arch", `{"model_type":"gpt2",` + base + `}`, "", ErrUnknownArch, "gpt2"},
 		{"no arch", `{` + base + `}`, "", ErrUnknownArch, ""},
 		{"yarn", `{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"yarn","factor":4}}`, "", ErrUnsupported, "yarn"},
-		{"linear", `{"model_type":"llama",` + base + `,"rope_scaling":{"type":"linear","factor":2}}`, "", ErrUnsupported, "linear"},
+		{"linear without factor", `{"model_type":"llama",` + base + `,"rope_scaling":{"type":"linear"}}`, "", ErrBadConfig, "factor"},
+		{"linear factor below 1", `{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"linear","factor":0.5}}`, "", ErrBadConfig, "factor"},
 		{"llama3 incomplete", `{"model_type":"llama",` + base + `,"rope_scaling":{"rope_type":"llama3","factor":8}}`, "", ErrBadConfig, ""},
 		{"gelu", `{"model_type":"llama",` + base + `,"hidden_act":"gelu"}`, "", ErrUnsupported, "gelu"},
 		{"missing size", `{"model_type":"llama","hidden_size":64}`, "", ErrBadConfig, "intermediate_size"},
@@ -281,7 +295,14 @@ func TestLoadConfigGemma3(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("round trip:\n%+v\n%+v (%v)", back, c, err)
 	}
-	for _, bad := range []string{`"hidden_activation":"gelu"`, `"final_logit_softcapping":30.0`, `"rope_scaling":{"rope_type":"linear","factor":8.0}`,
+	// Gemma-3-4B's text model: linear scaling of the global layers' rope (the sliding ones keep
+	// their own base, unscaled).
+	c, err = LoadConfig(writeConfigDir(t, `{"model_type":"gemma3_text","hidden_size":64,"intermediate_size":128,
+		"num_hidden_layers":6,"num_attention_heads":4,"vocab_size":100,"rope_scaling":{"rope_type":"linear","factor":8.0}}`, ""))
+	if err != nil || c.RopeScaling == nil || *c.RopeScaling != (RopeScaling{Linear: true, Factor: 8}) {
+		t.Fatalf("gemma3 with linear rope scaling: %+v %v", c, err)
+	}
+	for _, bad := range []string{`"hidden_activation":"gelu"`, `"final_logit_softcapping":30.0`, `"rope_scaling":{"rope_type":"yarn","factor":8.0}`,
 		`"layer_types":["full_attention"]`} {
 		if _, err := LoadConfig(writeConfigDir(t, `{"model_type":"gemma3_text","hidden_size":64,"intermediate_size":128,
 			"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,`+bad+`}`, "")); err == nil {

@@ -65,7 +65,9 @@ func WriteConfig(dir string, c *Config) error {
 		}
 		j["layer_types"] = types
 	}
-	if s := c.RopeScaling; s != nil {
+	if s := c.RopeScaling; s != nil && s.Linear {
+		j["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": s.Factor}
+	} else if s != nil {
 		j["rope_scaling"] = map[string]any{
 			"rope_type":                        "llama3",
 			"factor":                           s.Factor,

@@ -109,8 +109,17 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	if s := m.str(k("rope.scaling.type")); s != "" && s != "none" {
-		return nil, fmt.Errorf("%w: GGUF rope scaling %q", ErrUnsupported, s)
+	switch s := m.str(k("rope.scaling.type")); s {
+	case "", "none":
+	case "linear": // a factor of 0 is none, as llama.cpp reads it
+		if f := m.float(k("rope.scaling.factor"), 0); f != 0 {
+			c.RopeScaling = &RopeScaling{Linear: true, Factor: f}
+		}
+		if m.err != nil {
+			return nil, m.err
+		}
+	default:
+		return nil, fmt.Errorf("%w: GGUF rope scaling %q (none or linear; llama3's is the rope_freqs tensor)", ErrUnsupported, s)
 	}
 	embd, _, ok := f.Tensor("token_embd.weight")
 	if !ok || len(embd.Dims) != 2 {

@@ -16,6 +16,9 @@ var testConfigs = []weights.Config{
 	{Arch: "qwen2", Dim: 48, HiddenDim: 80, NLayers: 3, NHeads: 6, NKVHeads: 2, HeadDim: 8, Vocab: 257, MaxSeq: 80, RopeTheta: 1e6, RMSEps: 1e-6, AttnBias: true},
 	{Arch: "llama", Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 2, NKVHeads: 1, HeadDim: 16, Vocab: 100, MaxSeq: 64, RopeTheta: 500000, RMSEps: 1e-5,
 		RopeScaling: &weights.RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 16}},
+	// Linear rope scaling (positions compressed 4x).
+	{Arch: "llama", Dim: 32, HiddenDim: 64, NLayers: 1, NHeads: 2, NKVHeads: 1, HeadDim: 16, Vocab: 100, MaxSeq: 64, RopeTheta: 10000, RMSEps: 1e-5,
+		RopeScaling: &weights.RopeScaling{Linear: true, Factor: 4}},
 	// Rows of 1 KiB (f32) and 512 B (f16): the weights are uploaded with padded row strides.
 	{Arch: "llama", Dim: 256, HiddenDim: 512, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 64, Vocab: 128, MaxSeq: 64, RopeTheta: 10000, RMSEps: 1e-5},
 	// Qwen3: q and k normalized per head, heads wider than hidden / heads (q is 96 wide, dim 48).

@@ -12,7 +12,7 @@ import (
 //
 //	inv_freq[i] = theta^(-2i/headDim),  i in [0, headDim/2)
 //
-// then, when scaling is non-nil (rope_type "llama3"), with orig = OriginalMaxPos,
+// then, with linear scaling, each divided by Factor; with llama3 scaling, with orig = OriginalMaxPos,
 // low = LowFreqFactor, high = HighFreqFactor and wavelen = 2*pi/inv_freq[i]:
 //
 //	wavelen < orig/high:  inv_freq[i] unchanged              (high frequencies)
@@ -30,6 +30,12 @@ func RopeInvFreq(headDim int, theta float64, scaling *weights.RopeScaling) []flo
 		invFreq[i] = math.Pow(theta, -float64(2*i)/float64(headDim))
 	}
 	if scaling == nil {
+		return invFreq
+	}
+	if scaling.Linear {
+		for i := range invFreq {
+			invFreq[i] /= scaling.Factor
+		}
 		return invFreq
 	}
 	orig := float64(scaling.OriginalMaxPos)

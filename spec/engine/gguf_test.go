@@ -22,7 +22,7 @@ import (
 // A checkpoint written as a Hugging Face folder and as a GGUF file (F32 and F16) loads both
 // ways into the same model: the same tokens for a prompt, the same greedy text, log-probabilities
 // within rounding; llama's q/k permutation and llama3's rope_freqs are undone, Gemma's norms
-// shifted back, a tied head found.
+// shifted back, a tied head found, linear rope scaling read back from its keys.
 func TestGGUFModelMatchesFolder(t *testing.T) {
 	shapes := map[string]weights.Config{
 		"llama3": {Arch: "llama", Dim: 64, HiddenDim: 128, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 16,
@@ -33,7 +33,8 @@ func TestGGUFModelMatchesFolder(t *testing.T) {
 		"gemma3": {Arch: "gemma3_text", Dim: 64, HiddenDim: 96, NLayers: 6, NHeads: 2, NKVHeads: 1, HeadDim: 32,
 			Vocab: 300, MaxSeq: 512, RopeTheta: 1e6, RMSEps: 1e-6, TieEmbed: true, BOS: 298, EOS: []int{299},
 			QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true, EmbedScale: 8, AttnScale: 1 / math.Sqrt(32),
-			SlidingWindow: 6, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000},
+			SlidingWindow: 6, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000,
+			RopeScaling: &weights.RopeScaling{Linear: true, Factor: 8}}, // as Gemma 3 4B's global layers
 	}
 	prompt := "The cat sat on the mat"
 	for name, cfg := range shapes {

@@ -57,8 +57,10 @@ func oracleShapes() map[string]weights.Config {
 		"llama3-tied": {Arch: "llama", Dim: 256, HiddenDim: 640, NLayers: 3, NHeads: 8, NKVHeads: 2, HeadDim: 32,
 			Vocab: 600, MaxSeq: 4096, RopeTheta: 500000, RMSEps: 1e-5, TieEmbed: true, BOS: 598, EOS: []int{599},
 			RopeScaling: &weights.RopeScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 64}},
+		// with linear rope scaling, as long-context fine-tunes have it
 		"mistral": {Arch: "mistral", Dim: 192, HiddenDim: 512, NLayers: 2, NHeads: 6, NKVHeads: 2, HeadDim: 32,
-			Vocab: 400, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-5, BOS: 398, EOS: []int{399}},
+			Vocab: 400, MaxSeq: 4096, RopeTheta: 10000, RMSEps: 1e-5, BOS: 398, EOS: []int{399},
+			RopeScaling: &weights.RopeScaling{Linear: true, Factor: 4}},
 		"qwen2": {Arch: "qwen2", Dim: 224, HiddenDim: 448, NLayers: 2, NHeads: 7, NKVHeads: 1, HeadDim: 32,
 			Vocab: 500, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, AttnBias: true, BOS: -1, EOS: []int{499}},
 		"qwen3": {Arch: "qwen3", Dim: 128, HiddenDim: 384, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 64,
@@ -68,7 +70,8 @@ func oracleShapes() map[string]weights.Config {
 		"gemma3": {Arch: "gemma3_text", Dim: 128, HiddenDim: 256, NLayers: 6, NHeads: 2, NKVHeads: 1, HeadDim: 256,
 			Vocab: 400, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, TieEmbed: true, BOS: 398, EOS: []int{399},
 			QKNorm: true, NormPlusOne: true, GeluTanh: true, PostNorms: true, EmbedScale: math.Sqrt(128), AttnScale: 1.0 / 16,
-			SlidingWindow: 8, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000},
+			SlidingWindow: 8, SlidingLayers: []bool{true, true, true, true, true, false}, RopeLocalTheta: 10000,
+			RopeScaling: &weights.RopeScaling{Linear: true, Factor: 8}}, // Gemma 3 4B's: the global layers' rope only
 		"qwen3-untied": {Arch: "qwen3", Dim: 128, HiddenDim: 256, NLayers: 2, NHeads: 2, NKVHeads: 1, HeadDim: 128,
 			Vocab: 400, MaxSeq: 4096, RopeTheta: 1000000, RMSEps: 1e-6, QKNorm: true, BOS: -1, EOS: []int{399}},
 	}
@@ -248,7 +251,7 @@ func negativeControls(t *testing.T, oracle, dir string, cfg weights.Config, got 
 		controls["unpermuted q/k"] = hf2gguf.Options{NoPermute: true}
 	}
 	if cfg.RopeScaling != nil {
-		controls["no rope_freqs"] = hf2gguf.Options{NoRopeFreqs: true}
+		controls["no rope scaling"] = hf2gguf.Options{NoRopeScaling: true}
 	}
 	for what, o := range controls {
 		file := filepath.Join(t.TempDir(), "control.gguf")

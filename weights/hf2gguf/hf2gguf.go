@@ -27,9 +27,10 @@ type Options struct {
 	// FileType is the matrices' type, or llama-quantize's mix of types (FileQ4_K_M, ...); the
 	// zero value is FileF32. Norms, biases and rope_freqs are F32, as llama.cpp writes them.
 	FileType FileType
-	// NoRopeFreqs leaves out a llama3-scaled model's rope_freqs tensor (a negative control for
-	// comparisons: the file then computes unscaled rope).
-	NoRopeFreqs bool
+	// NoRopeScaling leaves out a llama3-scaled model's rope_freqs tensor, or a linearly scaled
+	// one's rope.scaling keys (a negative control for comparisons: the file then computes
+	// unscaled rope).
+	NoRopeScaling bool
 	// NoPermute writes llama's q and k rows unpermuted (a negative control).
 	NoPermute bool
 	// NoNormShift writes Gemma's norm weights as stored, not as 1 + w, and NoSlidingWindow
@@ -124,6 +125,11 @@ func modelKVs(c *weights.Config, arch string, o Options) []gguf.KV {
 		{Key: k("rope.freq_base"), Value: float32(c.RopeTheta)},
 		{Key: k("rope.dimension_count"), Value: uint32(c.HeadDim)},
 		{Key: k("attention.layer_norm_rms_epsilon"), Value: float32(c.RMSEps)},
+	}
+	if rs := c.RopeScaling; rs != nil && rs.Linear && !o.NoRopeScaling {
+		// llama.cpp divides the frequencies by the factor (of the global layers, for Gemma 3)
+		kvs = append(kvs, gguf.KV{Key: k("rope.scaling.type"), Value: "linear"},
+			gguf.KV{Key: k("rope.scaling.factor"), Value: float32(rs.Factor)})
 	}
 	if c.SlidingWindow > 0 && !o.NoSlidingWindow {
 		kvs = append(kvs, gguf.KV{Key: k("attention.sliding_window"), Value: uint32(c.SlidingWindow)},

@@ -92,9 +92,9 @@ func TestLlamaFile(t *testing.T) {
 	if len(freqs) != hd/2 || freqs[0] != 1 || freqs[len(freqs)-1] != 32 {
 		t.Errorf("rope_freqs %v: want 1 for the shortest wavelength, 32 for the longest", freqs)
 	}
-	_, f2 := convert(t, cfg, Options{FileType: FileF16, NoRopeFreqs: true})
+	_, f2 := convert(t, cfg, Options{FileType: FileF16, NoRopeScaling: true})
 	if _, _, ok := f2.Tensor("rope_freqs.weight"); ok {
-		t.Error("NoRopeFreqs wrote rope_freqs")
+		t.Error("NoRopeScaling wrote rope_freqs")
 	}
 	if info, _, _ := f2.Tensor("blk.0.ffn_up.weight"); info.Type != gguf.F16 {
 		t.Errorf("F16 matrices: ffn_up is %v", info.Type)

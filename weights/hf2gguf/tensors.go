@@ -92,7 +92,7 @@ func modelTensors(c *weights.Config, ck *weights.Checkpoint, arch string, o Opti
 			return nil, err
 		}
 	}
-	if c.RopeScaling != nil && !o.NoRopeFreqs {
+	if c.RopeScaling != nil && !c.RopeScaling.Linear && !o.NoRopeScaling {
 		f := RopeFreqs(c)
 		out = append(out, gguf.Tensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(len(f))}, Type: gguf.F32,
 			Write: gguf.Bytes(f32Bytes(f))})
