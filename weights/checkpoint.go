@@ -23,7 +23,8 @@ type Checkpoint struct {
 	dir   string
 	files []*SafeTensors
 	where map[string]*SafeTensors
-	names []string // sorted
+	names []string          // sorted
+	alias map[string]string // a text model's name -> its name in a multimodal checkpoint
 }
 
 // OpenCheckpoint opens the safetensors of a model folder: the shards named by
@@ -52,6 +53,7 @@ func openCheckpointWithin(dir string, b *dataBudget) (*Checkpoint, error) {
 			c.where[n] = st
 		}
 		c.names = st.Names()
+		c.textModel()
 		return c, nil
 	}
 	return nil, fmt.Errorf("weights: %s has no %s, %s.zst or %s: %w",
@@ -110,7 +112,54 @@ func openSharded(dir, idx string, budget *dataBudget) (*Checkpoint, error) {
 			}
 		}
 	}
+	c.textModel()
 	return c, nil
+}
+
+// Prefixes of the language model in a multimodal checkpoint (Gemma 3 4B and up,
+// Gemma3ForConditionalGeneration): transformers before 4.52 wrote language_model.model.* and
+// language_model.lm_head.*, later ones model.language_model.* and lm_head.*.
+var textPrefixes = []struct{ stored, text string }{
+	{"language_model.model.", "model."},
+	{"language_model.lm_head.", "lm_head."},
+	{"model.language_model.", "model."},
+}
+
+// textModel shows a multimodal checkpoint as its language model: its tensors under the text
+// model's names, the vision tower's and the projector's hidden. Other checkpoints are left as
+// they are.
+func (c *Checkpoint) textModel() {
+	multimodal := false
+	for _, n := range c.names {
+		if strings.HasPrefix(n, "language_model.") || strings.HasPrefix(n, "model.language_model.") {
+			multimodal = true
+			break
+		}
+	}
+	if !multimodal {
+		return
+	}
+	where, alias := map[string]*SafeTensors{}, map[string]string{}
+	var names []string
+	for _, stored := range c.names {
+		text, ok := "", false
+		for _, p := range textPrefixes {
+			if rest, cut := strings.CutPrefix(stored, p.stored); cut {
+				text, ok = p.text+rest, true
+				break
+			}
+		}
+		if !ok && stored == LMHeadTensorName {
+			text, ok = stored, true
+		}
+		if !ok {
+			continue // the vision tower and the projector
+		}
+		where[text], alias[text] = c.where[stored], stored
+		names = append(names, text)
+	}
+	sort.Strings(names)
+	c.where, c.alias, c.names = where, alias, names
 }
 
 // openShard opens path, or path+".zst" when only that exists.
@@ -142,6 +191,11 @@ func (c *Checkpoint) Tensor(name string) (Tensor, error) {
 	st, ok := c.where[name]
 	if !ok {
 		return Tensor{}, fmt.Errorf("%w: %q not in checkpoint %s", ErrMissingTensor, name, c.dir)
+	}
+	if stored, ok := c.alias[name]; ok {
+		t, err := st.Tensor(stored)
+		t.Name = name
+		return t, err
 	}
 	return st.Tensor(name)
 }

@@ -49,6 +49,9 @@ func parseGemma3(j *configJSON, c *Config) error {
 		}
 	}
 	c.NormPlusOne, c.GeluTanh, c.PostNorms, c.QKNorm = true, true, true, true
+	if j.TieWordEmbeddings == nil {
+		c.TieEmbed = true // Gemma3TextConfig's default: gemma-3-1b's config.json says nothing
+	}
 	c.EmbedScale = math.Sqrt(float64(c.Dim))
 	c.RopeLocalTheta = 10000
 	if g.RopeLocalBaseFreq != nil {
@@ -127,4 +130,40 @@ func (c *Config) LayerRopeTheta(l int) float64 {
 		return c.RopeLocalTheta
 	}
 	return c.RopeTheta
+}
+
+// gemma3TextDefaults are Gemma3TextConfig's defaults (transformers) for the sizes a
+// multimodal Gemma 3 config.json may leave out of its text_config.
+var gemma3TextDefaults = map[string]any{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+	"num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+	"max_position_embeddings": 131072, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6}
+
+// gemma3TextConfig turns a multimodal Gemma 3 config.json (model_type gemma3: the 4B and
+// larger models, Gemma3ForConditionalGeneration) into its language model's (model_type
+// gemma3_text): text_config, with Gemma3TextConfig's defaults for the sizes it leaves out and
+// the top level's token ids and tying where it has none. The vision tower is not run (wspec
+// is text only; the checkpoint hides its tensors).
+func gemma3TextConfig(b []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
+	}
+	var text map[string]json.RawMessage
+	if raw, ok := top["text_config"]; !ok || json.Unmarshal(raw, &text) != nil || text == nil {
+		return nil, fmt.Errorf("%w: model_type gemma3 without a text_config object", ErrBadConfig)
+	}
+	for k, v := range gemma3TextDefaults {
+		if _, ok := text[k]; !ok {
+			text[k], _ = json.Marshal(v)
+		}
+	}
+	for _, k := range []string{"bos_token_id", "eos_token_id", "tie_word_embeddings", "quantization_config"} {
+		if _, ok := text[k]; !ok {
+			if v, ok := top[k]; ok {
+				text[k] = v
+			}
+		}
+	}
+	text["model_type"] = json.RawMessage(`"gemma3_text"`)
+	return json.Marshal(text)
 }

@@ -110,6 +110,13 @@ func parseConfig(b []byte) (*Config, error) {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
+	if j.ModelType == "gemma3" { // multimodal Gemma 3: its language model
+		text, err := gemma3TextConfig(b)
+		if err != nil {
+			return nil, err
+		}
+		return parseConfig(text)
+	}
 	defs, ok := knownArchs[j.ModelType]
 	if !ok {
 		return nil, fmt.Errorf("%w: model_type %q (want llama, mistral, qwen2, qwen3 or gemma3_text)", ErrUnknownArch, j.ModelType)

@@ -275,7 +275,7 @@ func TestLoadConfigGemma3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.NormPlusOne || !c.GeluTanh || !c.PostNorms || !c.QKNorm || c.AttnBias || c.HeadDim != 256 ||
+	if !c.NormPlusOne || !c.GeluTanh || !c.PostNorms || !c.QKNorm || c.AttnBias || c.HeadDim != 256 || !c.TieEmbed ||
 		c.EmbedScale != math.Sqrt(1152) || c.AttnScale != 1.0/16 || c.SlidingWindow != 512 || c.RopeLocalTheta != 10000 {
 		t.Fatalf("gemma3: %+v", c)
 	}
