@@ -178,8 +178,10 @@ func wspecRun(t *testing.T, dir string) []oracleRun {
 // first divergence, which is only allowed at a near-tie of the reference's top two; at each
 // step compared, the largest log-probability difference over the tokens both list. It returns
 // the steps compared and that largest difference (infinite for different prompt tokens or a
-// divergence that is not a near-tie).
-func agreement(ref, got oracleRun) (int, float64) {
+// divergence that is not a near-tie). node-llama-cpp's generator ends early when the token its
+// own sampler draws (at temperature 1, beside the greedy token fed back) is an end of sequence;
+// where the reference ends so and wspec's next token is one of eos, the two agreed to the end.
+func agreement(ref, got oracleRun, eos []int) (int, float64) {
 	if !slices.Equal(ref.Tokens, got.Tokens) {
 		return 0, math.Inf(1)
 	}
@@ -202,7 +204,11 @@ func agreement(ref, got oracleRun) (int, float64) {
 			return i, worst // a near-tie: the sequences part here
 		}
 	}
-	return min(len(ref.Steps), len(got.Steps)), worst
+	n := min(len(ref.Steps), len(got.Steps))
+	if n < len(got.Steps) && slices.Contains(eos, got.Steps[n].Token) {
+		return len(got.Steps), worst
+	}
+	return n, worst
 }
 
 func TestLlamaCppAgrees(t *testing.T) {
@@ -219,7 +225,7 @@ func TestLlamaCppAgrees(t *testing.T) {
 			}
 			ref, got := llamaCpp(t, oracle, file), wspecRun(t, dir)
 			for i := range ref {
-				steps, worst := agreement(ref[i], got[i])
+				steps, worst := agreement(ref[i], got[i], cfg.EOS)
 				t.Logf("%s %q: %d of %d greedy tokens equal, largest top-%d log-probability difference %.2g",
 					name, ref[i].Prompt, steps, oracleTokens, oracleTopK, worst)
 				tol := logprobTol
@@ -261,7 +267,7 @@ func negativeControls(t *testing.T, oracle, dir string, cfg weights.Config, got 
 		ref := llamaCpp(t, oracle, file)
 		caught := false
 		for i := range ref {
-			steps, worst := agreement(ref[i], got[i])
+			steps, worst := agreement(ref[i], got[i], cfg.EOS)
 			t.Logf("control %q, %q: %d greedy tokens equal, log-probabilities differ by %.2g", what, ref[i].Prompt, steps, worst)
 			if steps < oracleTokens || worst > controlMinDiff {
 				caught = true
@@ -320,7 +326,7 @@ func TestLlamaCppQuantized(t *testing.T) {
 				ref, got := llamaCppOn(t, oracle, file, true), wspecRun(t, file)
 				compared := 0
 				for i := range ref {
-					steps, worst := agreement(ref[i], got[i])
+					steps, worst := agreement(ref[i], got[i], oracleShapes()[c.shape].EOS)
 					compared += steps
 					t.Logf("%s %s %q: %d of %d greedy tokens equal, largest top-%d log-probability difference %.2g",
 						c.shape, ft.Name, ref[i].Prompt, steps, oracleTokens, oracleTopK, worst)
@@ -445,7 +451,7 @@ func TestLlamaCppStories(t *testing.T) {
 	}
 	ref, got := llamaCpp(t, oracle, file), wspecRun(t, storiesDir)
 	for i := range ref {
-		steps, worst := agreement(ref[i], got[i])
+		steps, worst := agreement(ref[i], got[i], []int{2}) // stories15M's </s>
 		t.Logf("stories15M %q: %d of %d greedy tokens equal, largest top-%d log-probability difference %.2g",
 			ref[i].Prompt, steps, oracleTokens, oracleTopK, worst)
 		if steps < oracleTokens/2 || worst > logprobTol {
