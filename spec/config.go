@@ -39,19 +39,14 @@ type Config struct {
 	SuffixMinTokenProb      *float64 `json:"suffix_decoding_min_token_prob"`
 }
 
-// configJSON is Config's JSON form, with the "mode" alias.
+// configJSON is Config's JSON form, with "mode" as another name for "method".
 type configJSON struct {
-	Method                  *string  `json:"method"`
-	Mode                    *string  `json:"mode"`
-	NumSpeculativeTokens    int      `json:"num_speculative_tokens"`
-	Model                   string   `json:"model"`
-	PromptLookupMin         int      `json:"prompt_lookup_min"`
-	PromptLookupMax         int      `json:"prompt_lookup_max"`
-	SuffixMaxTreeDepth      int      `json:"suffix_decoding_max_tree_depth"`
-	SuffixMaxCachedRequests *int     `json:"suffix_decoding_max_cached_requests"`
-	SuffixMaxSpecFactor     float64  `json:"suffix_decoding_max_spec_factor"`
-	SuffixMinTokenProb      *float64 `json:"suffix_decoding_min_token_prob"`
+	plainConfig
+	ModeAlias *string `json:"mode"`
 }
+
+// plainConfig is Config without its UnmarshalJSON.
+type plainConfig Config
 
 const configFields = "method (or mode), num_speculative_tokens, model, prompt_lookup_min, prompt_lookup_max, " +
 	"suffix_decoding_max_tree_depth, suffix_decoding_max_cached_requests, suffix_decoding_max_spec_factor, suffix_decoding_min_token_prob"
@@ -71,19 +66,13 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if dec.More() {
 		return fmt.Errorf("speculative config: more than one JSON value")
 	}
-	mode := ""
-	switch {
-	case j.Method != nil && j.Mode != nil && *j.Method != *j.Mode:
-		return fmt.Errorf("speculative config: method %q and mode %q disagree (give one of them)", *j.Method, *j.Mode)
-	case j.Method != nil:
-		mode = *j.Method
-	case j.Mode != nil:
-		mode = *j.Mode
+	*c = Config(j.plainConfig)
+	if m := j.ModeAlias; m != nil {
+		if c.Mode != "" && c.Mode != *m {
+			return fmt.Errorf("speculative config: method %q and mode %q disagree (give one of them)", c.Mode, *m)
+		}
+		c.Mode = *m
 	}
-	*c = Config{Mode: mode, NumSpeculativeTokens: j.NumSpeculativeTokens, Model: j.Model,
-		PromptLookupMin: j.PromptLookupMin, PromptLookupMax: j.PromptLookupMax,
-		SuffixMaxTreeDepth: j.SuffixMaxTreeDepth, SuffixMaxCachedRequests: j.SuffixMaxCachedRequests,
-		SuffixMaxSpecFactor: j.SuffixMaxSpecFactor, SuffixMinTokenProb: j.SuffixMinTokenProb}
 	return nil
 }
 
