@@ -18,7 +18,8 @@ const (
 )
 
 // Checkpoint is a model folder's tensors, from one safetensors file or from
-// shards listed by model.safetensors.index.json.
+// shards listed by model.safetensors.index.json. A multimodal checkpoint shows its language
+// model only, under the text model's names (textModel).
 type Checkpoint struct {
 	dir   string
 	files []*SafeTensors

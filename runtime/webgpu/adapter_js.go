@@ -92,11 +92,12 @@ func newAdapter(v js.Value) *Adapter {
 		MaxComputeWorkgroupSizeX:          uint32(num(l, "maxComputeWorkgroupSizeX")),
 		MaxComputeWorkgroupsPerDimension:  uint32(num(l, "maxComputeWorkgroupsPerDimension")),
 	}
-	feats := v.Get("features")
-	feats.Call("forEach", js.FuncOf(func(_ js.Value, args []js.Value) any {
+	each := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		a.Info.Features = append(a.Info.Features, args[0].String())
 		return nil
-	}))
+	})
+	v.Get("features").Call("forEach", each)
+	each.Release()
 	slices.Sort(a.Info.Features)
 	return a
 }

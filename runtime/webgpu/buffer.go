@@ -24,12 +24,9 @@ type Buffer struct {
 
 // CreateBuffer makes a buffer; size is rounded up to a multiple of 4.
 func (d *Device) CreateBuffer(label string, size uint64, usage BufferUsage) (*Buffer, error) {
-	size = (size + 3) &^ 3
-	if size == 0 {
-		size = 4
-	}
-	if size > d.Limits.MaxBufferSize {
-		return nil, fmt.Errorf("%w: buffer %q of %d bytes exceeds the device's maxBufferSize %d", ErrValidation, label, size, d.Limits.MaxBufferSize)
+	size, err := bufferSize(label, size, d.Limits.MaxBufferSize)
+	if err != nil {
+		return nil, err
 	}
 	desc := (*C.WGPUBufferDescriptor)(C.calloc(1, C.sizeof_WGPUBufferDescriptor))
 	defer C.free(unsafe.Pointer(desc))

@@ -16,17 +16,14 @@ type Buffer struct {
 
 // CreateBuffer makes a buffer; size is rounded up to a multiple of 4.
 func (d *Device) CreateBuffer(label string, size uint64, usage BufferUsage) (*Buffer, error) {
-	size = (size + 3) &^ 3
-	if size == 0 {
-		size = 4
-	}
-	if size > d.Limits.MaxBufferSize {
-		return nil, fmt.Errorf("%w: buffer %q of %d bytes exceeds the device's maxBufferSize %d", ErrValidation, label, size, d.Limits.MaxBufferSize)
+	size, err := bufferSize(label, size, d.Limits.MaxBufferSize)
+	if err != nil {
+		return nil, err
 	}
 	var v js.Value
 	desc := object(map[string]any{"label": label, "size": size, "usage": uint32(usage)})
 	d.v.Call("pushErrorScope", "out-of-memory")
-	err := d.scoped("createBuffer "+label, func() { v = d.v.Call("createBuffer", desc) })
+	err = d.scoped("createBuffer "+label, func() { v = d.v.Call("createBuffer", desc) })
 	if oom, err2 := await(d.v.Call("popErrorScope"), "createBuffer "+label); err == nil && err2 != nil {
 		err = err2
 	} else if err == nil && !oom.IsNull() && !oom.IsUndefined() {

@@ -86,6 +86,16 @@ func (a *Adapter) HasFeature(name string) bool {
 	return false
 }
 
+// bufferSize is a buffer's size rounded up to a multiple of 4 (at least 4), or an error when
+// that exceeds the device's maxBufferSize.
+func bufferSize(label string, size, limit uint64) (uint64, error) {
+	size = max(4, (size+3)&^3)
+	if size > limit {
+		return 0, fmt.Errorf("%w: buffer %q of %d bytes exceeds the device's maxBufferSize %d", ErrValidation, label, size, limit)
+	}
+	return size, nil
+}
+
 // BufferUsage flags of WGPUBufferUsage.
 type BufferUsage uint64
 

@@ -4,7 +4,6 @@ package web
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -28,17 +27,7 @@ const firstToken = `(async () => {
 //
 //	go test -tags browser -run '^$' -bench Browser -benchtime 3x ./spec/web/
 func BenchmarkBrowser(b *testing.B) {
-	s, err := site()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := s.Handler()
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	flags := []chromedp.ExecAllocatorOption{chromedp.Flag("enable-unsafe-webgpu", true), chromedp.Flag("headless", "new")}
+	srv := serveSite(b, nil)
 	visit := func(b *testing.B, ctx context.Context) time.Duration {
 		t0 := time.Now()
 		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
@@ -52,12 +41,12 @@ func BenchmarkBrowser(b *testing.B) {
 	b.Run("first-token-cold", func(b *testing.B) {
 		var total time.Duration
 		for range b.N {
-			total += visit(b, webtest.Browser(b, 5*time.Minute, flags...))
+			total += visit(b, webtest.Browser(b, 5*time.Minute, webgpu...))
 		}
 		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/first-token")
 	})
 	b.Run("first-token-warm", func(b *testing.B) {
-		ctx := webtest.Browser(b, 10*time.Minute, flags...)
+		ctx := webtest.Browser(b, 10*time.Minute, webgpu...)
 		visit(b, ctx) // fills the cache
 		var total time.Duration
 		for range b.N {
@@ -66,7 +55,7 @@ func BenchmarkBrowser(b *testing.B) {
 		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/first-token")
 	})
 	b.Run("decode", func(b *testing.B) {
-		ctx := webtest.Browser(b, 20*time.Minute, flags...)
+		ctx := webtest.Browser(b, 20*time.Minute, webgpu...)
 		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
 			b.Fatal(err)
 		}

@@ -29,9 +29,12 @@ type bridge struct {
 }
 
 type pageEngine struct {
-	e      *engine.Engine
-	mu     sync.Mutex // one generation at a time, as the page runs them
-	onStep js.Value   // the running generation's step callback
+	e  *engine.Engine
+	mu sync.Mutex // one generation at a time, as the page runs them
+
+	running sync.Mutex         // guards the two below
+	onStep  js.Value           // the running generation's step callback
+	cancel  context.CancelFunc // stops the running generation (close)
 }
 
 // Register installs globalThis.wspecGo and calls globalThis.wspecReady, when the page defined
@@ -45,6 +48,9 @@ func Register() {
 		api.Set(name, promiseFunc(fn))
 	}
 	api.Set("cancel", js.FuncOf(func(_ js.Value, args []js.Value) any {
+		if len(args) == 0 || args[0].Type() != js.TypeNumber {
+			return nil
+		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if c, ok := b.cancels[args[0].Int()]; ok {
@@ -92,7 +98,7 @@ type LoadOptions struct {
 	KVCacheDType         string       `json:"kv_cache_dtype"`
 	MaxModelLen          int          `json:"max_model_len"`
 	NumGPUBlocksOverride int          `json:"num_gpu_blocks_override"`
-	NoPrefixCaching      bool         `json:"no_enable_prefix_caching"`
+	EnablePrefixCaching  *bool        `json:"enable_prefix_caching"` // default true
 }
 
 // load(dir, optionsJSON) loads the model mounted at dir and returns its id and Info as JSON.
@@ -106,7 +112,7 @@ func (b *bridge) load(args []js.Value) (any, error) {
 	}
 	pe := &pageEngine{}
 	e, err := engine.Load(args[0].String(), engine.Options{Speculative: o.Speculative, DType: o.DType, KVCacheDType: o.KVCacheDType,
-		MaxModelLen: o.MaxModelLen, Pages: o.NumGPUBlocksOverride, NoPrefixCaching: o.NoPrefixCaching,
+		MaxModelLen: o.MaxModelLen, Pages: o.NumGPUBlocksOverride, NoPrefixCaching: o.EnablePrefixCaching != nil && !*o.EnablePrefixCaching,
 		OnStep: pe.step})
 	if err != nil {
 		return nil, err
@@ -132,12 +138,15 @@ func (b *bridge) engine(v js.Value) (*pageEngine, error) {
 
 // step forwards a scheduler step to the running generation's callback.
 func (pe *pageEngine) step(s sched.StepInfo) {
-	if pe.onStep.Type() != js.TypeFunction {
+	pe.running.Lock()
+	onStep := pe.onStep
+	pe.running.Unlock()
+	if onStep.Type() != js.TypeFunction {
 		return
 	}
 	j, _ := json.Marshal(map[string]any{"rows": s.Rows, "decode_rows": s.Rows - s.PrefillRows, "drafts": s.Drafts, "accepted": s.Accepted,
 		"accepted_at": s.AcceptedAt, "ms": float64(s.Time.Microseconds()) / 1000})
-	pe.onStep.Invoke(string(j))
+	onStep.Invoke(string(j))
 }
 
 // generate(id, requestID, prompt, optionsJSON, onText, onStep) generates after prompt,
@@ -155,6 +164,9 @@ func (b *bridge) generate(args []js.Value) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if args[2].Type() != js.TypeString || args[4].Type() != js.TypeFunction {
+		return nil, errors.New("generate: the prompt must be a string and onText a function")
+	}
 	onText := args[4]
 	o.OnText = func(s string) { onText.Invoke(s) }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,8 +182,14 @@ func (b *bridge) generate(args []js.Value) (any, error) {
 	}()
 	pe.mu.Lock()
 	defer pe.mu.Unlock()
-	pe.onStep = args[5]
-	defer func() { pe.onStep = js.Undefined() }()
+	pe.running.Lock()
+	pe.onStep, pe.cancel = args[5], cancel
+	pe.running.Unlock()
+	defer func() {
+		pe.running.Lock()
+		pe.onStep, pe.cancel = js.Undefined(), nil
+		pe.running.Unlock()
+	}()
 	res, err := pe.e.Generate(ctx, args[2].String(), o)
 	if err != nil {
 		return nil, err
@@ -179,13 +197,18 @@ func (b *bridge) generate(args []js.Value) (any, error) {
 	return marshal(result(res))
 }
 
-// close(id) closes an engine and frees its device memory.
+// close(id) stops the engine's running generation, closes it and frees its device memory.
 func (b *bridge) close(args []js.Value) (any, error) {
 	b.mu.Lock()
 	pe, ok := b.engines[args[0].Int()]
 	delete(b.engines, args[0].Int())
 	b.mu.Unlock()
 	if ok {
+		pe.running.Lock()
+		if pe.cancel != nil {
+			pe.cancel()
+		}
+		pe.running.Unlock()
 		pe.mu.Lock()
 		defer pe.mu.Unlock()
 		return nil, pe.e.Close()

@@ -49,8 +49,11 @@ var site = sync.OnceValues(func() (Site, error) {
 	return s, nil
 })
 
-// page serves the site and opens its page in headless Chromium with WebGPU.
-func page(t *testing.T, timeout time.Duration) (context.Context, string) {
+// webgpu are Chromium's switches for WebGPU in headless mode (SwiftShader where no GPU is).
+var webgpu = []chromedp.ExecAllocatorOption{chromedp.Flag("enable-unsafe-webgpu", true), chromedp.Flag("headless", "new")}
+
+// serveSite serves the site on loopback for the test, through wrap when it is not nil.
+func serveSite(t testing.TB, wrap func(http.Handler) http.Handler) *httptest.Server {
 	s, err := site()
 	if err != nil {
 		t.Fatal(err)
@@ -59,9 +62,18 @@ func page(t *testing.T, timeout time.Duration) (context.Context, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if wrap != nil {
+		h = wrap(h)
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	ctx := webtest.Browser(t, timeout, chromedp.Flag("enable-unsafe-webgpu", true), chromedp.Flag("headless", "new"))
+	return srv
+}
+
+// page serves the site and opens its page in headless Chromium with WebGPU.
+func page(t *testing.T, timeout time.Duration) (context.Context, string) {
+	srv := serveSite(t, nil)
+	ctx := webtest.Browser(t, timeout, webgpu...)
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#go:not([disabled])")); err != nil {
 		t.Fatalf("the page did not get ready: %v", err)
 	}
@@ -149,6 +161,8 @@ func native(t *testing.T, mode string, runs []run) [][]int {
 
 type pageResult struct {
 	Text   string
+	Pieces int    // TestBrowserPage's closed generation: the pieces of text it gave
+	Ended  string // and how it ended
 	Result struct {
 		Tokens      []int
 		DraftTokens int `json:"draft_tokens"`
@@ -237,21 +251,15 @@ func (c *counting) count(path string) int {
 // The page as a visitor uses it: pick a speculative mode, click Generate, watch the text and
 // the statistics stream (a screenshot mid-generation, written to $WSPEC_SCREENSHOT when set),
 // and get the native engine's tokens. A second visit takes the weights from the browser's
-// cache: the server sees no second download.
+// cache: the server sees no second download. A folder given as File objects loads, and close()
+// stops a generation still running.
 func TestBrowserPage(t *testing.T) {
-	s, err := site()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &counting{h: h, n: map[string]int{}}
-	srv := httptest.NewServer(c)
-	defer srv.Close()
-	ctx := webtest.Browser(t, 10*time.Minute, chromedp.Flag("enable-unsafe-webgpu", true), chromedp.Flag("headless", "new"),
-		chromedp.WindowSize(1200, 760))
+	var c *counting
+	srv := serveSite(t, func(h http.Handler) http.Handler {
+		c = &counting{h: h, n: map[string]int{}}
+		return c
+	})
+	ctx := webtest.Browser(t, 10*time.Minute, append(webgpu, chromedp.WindowSize(1200, 760))...)
 	weights := "/models/stories15M/model.safetensors"
 	want := native(t, "eagle3", []run{{opts: `{"max_tokens": 96}`}})[0]
 
@@ -287,8 +295,7 @@ func TestBrowserPage(t *testing.T) {
 	if !slices.Equal(got.Result.Tokens, want) {
 		t.Fatalf("the page gave %v (%q), the native engine %v", got.Result.Tokens, got.Text, want)
 	}
-	var shown string
-	if shown, err = chromedp.Run(ctx, chromedp.Text("#out")); err != nil || !strings.HasPrefix(shown, prompt+got.Text[:20]) {
+	if shown, err := chromedp.Run(ctx, chromedp.Text("#out")); err != nil || !strings.HasPrefix(shown, prompt+got.Text[:20]) {
 		t.Errorf("the page shows %q (%v)", shown, err)
 	}
 	if n := c.count(weights); n != 1 {
@@ -316,10 +323,21 @@ func TestBrowserPage(t *testing.T) {
 		let text = '';
 		for await (const piece of e.generate('`+prompt+`', {max_tokens: 96})) text += piece;
 		const result = e.result;
-		await e.close();
-		return {text, result};
+		// close() while a generation runs stops it
+		let pieces = 0, ended = '';
+		try {
+			for await (const piece of e.generate('`+prompt+`', {max_tokens: 200, ignore_eos: true})) if (pieces++ === 0) e.close();
+			ended = 'done: ' + e.result?.finish_reason;
+		} catch (err) {
+			ended = 'error: ' + err.message;
+		}
+		return {text, result, pieces, ended};
 	})()`, &dropped)
 	if !slices.Equal(dropped.Result.Tokens, want) {
 		t.Errorf("a dropped folder gave %v, the native engine %v", dropped.Result.Tokens, want)
+	}
+	t.Logf("closed during a generation of 200 tokens: %d pieces of text, then %s", dropped.Pieces, dropped.Ended)
+	if dropped.Pieces == 0 || dropped.Pieces > 100 {
+		t.Errorf("close() during a generation: %d pieces of text (%s), want it stopped early", dropped.Pieces, dropped.Ended)
 	}
 }

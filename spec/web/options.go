@@ -6,9 +6,9 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/wspec/wspec/spec/engine"
 )
@@ -62,7 +62,7 @@ func strictJSON(s string, v any) error {
 	if s == "" {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err

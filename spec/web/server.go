@@ -70,12 +70,13 @@ func (s Site) Handler() (http.Handler, error) {
 	mux.HandleFunc("GET "+prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		rel := strings.TrimPrefix(r.URL.Path, prefix+"/")
 		dir := s.Model
-		if mode, rest, ok := strings.Cut(strings.TrimPrefix(rel, "drafters/"), "/"); ok && strings.HasPrefix(rel, "drafters/") {
+		if rest, ok := strings.CutPrefix(rel, "drafters/"); ok {
+			mode, name, _ := strings.Cut(rest, "/")
 			if dir, ok = s.Drafters[mode]; !ok {
 				http.NotFound(w, r)
 				return
 			}
-			rel = rest
+			rel = name
 		}
 		s.serveFolder(w, r, dir, rel)
 	})

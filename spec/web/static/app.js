@@ -34,12 +34,10 @@ async function engineFor(source, name, mode, k) {
   if (state.engine) { await state.engine.close(); state.engine = null; }
   status(`loading ${name}${mode ? ' with ' + mode : ''} ...`);
   const speculative = mode ? {method: mode, num_speculative_tokens: k} : null;
-  const t0 = performance.now();
   state.engine = await load(source, {speculative, onProgress: ({file, loaded, total, cached}) => {
     status(`${cached ? 'from the cache' : 'downloading'}: ${file} ${(loaded / 1e6).toFixed(1)}${total ? ' of ' + (total / 1e6).toFixed(1) : ''} MB`);
   }});
   state.key = key;
-  state.loadMs = performance.now() - t0;
   const i = state.engine.info;
   $('adapter').textContent = `${i.adapter} · ${i.features.length ? i.features.join(', ') : 'no optional features'} · ${i.dtype} weights · ${i.dispatches} dispatches per decode step`;
   return state.engine;

@@ -123,7 +123,8 @@ async function mountFiles(files, dir) {
 //   speculative: {method, num_speculative_tokens} as vLLM's speculative_config (method: ngram,
 //     suffix, draft_model, eagle, eagle3, medusa), or null for none;
 //   drafter: the drafter's folder URL (or Files), for the methods that have one;
-//   engine: more engine arguments by vLLM's names (dtype, max_model_len, kv_cache_dtype, ...);
+//   engine: more engine arguments by vLLM's names (dtype, max_model_len, kv_cache_dtype,
+//     num_gpu_blocks_override, enable_prefix_caching);
 //   onProgress({file, loaded, total, cached}): the downloads; wasm: the URL of wspec.wasm.
 export async function load(model, options = {}) {
   const api = await start(options.wasm || new URL('./wspec.wasm', import.meta.url));
@@ -189,7 +190,7 @@ export class Engine {
     }
   }
 
-  // close frees the engine's GPU memory and its files.
+  // close stops a generation still running and frees the engine's GPU memory and its files.
   async close() {
     await this.api.close(this.id);
     globalThis.fs.unmount(`${ROOT}/mount${this.mount}`);
@@ -198,7 +199,7 @@ export class Engine {
 
 // selftest runs the portability suite's kernels on the page's adapter against their pure-Go
 // references: {filter: 'kernel names, comma-separated', full: false, per_variant: 0 (all, or
-// that many cases of each kernel variant)}. It returns the report
+// that many cases of each kernel variant)}. It returns the adapter's report, as
 // `wspec selftest --json` writes.
 export async function selftest(options = {}, wasm) {
   const api = await start(wasm || new URL('./wspec.wasm', import.meta.url));
