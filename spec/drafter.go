@@ -46,6 +46,15 @@ type Drafter interface {
 	Release()
 }
 
+// HostDrafter is a Drafter whose state lives on the host only (no KV pages, no slot), so it
+// stays valid when its sequence is preempted: the scheduler hands it to the recomputation
+// (whose first Accept then adds only the new token) instead of releasing it and starting
+// another that would take the tokens generated so far for prompt.
+type HostDrafter interface {
+	Drafter
+	HostOnly()
+}
+
 // Proposal is one sequence's part of a Method.Propose call.
 type Proposal struct {
 	Drafter  Drafter

@@ -112,6 +112,16 @@ func (s *Suffix) remember(out []int) {
 	}
 }
 
+// Cached says how many earlier outputs the global tree holds, and their tokens.
+func (s *Suffix) Cached() (outputs, tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, out := range s.cached {
+		tokens += len(out)
+	}
+	return len(s.cached), tokens
+}
+
 // suffixDrafter is one sequence's tree of its prompt and output.
 type suffixDrafter struct {
 	s      *Suffix
@@ -122,9 +132,12 @@ type suffixDrafter struct {
 
 func (d *suffixDrafter) Keep() batch.Slot { return 0 }
 
+// HostOnly: a preempted sequence keeps its drafter, so its output reaches the global tree
+// whole, once, when it ends.
+func (d *suffixDrafter) HostOnly() {}
+
 // Accept adds the sequence's new tokens to its tree (the first call: the prompt and the
-// first token; a context only grows). A sequence preempted and recomputed gets a new drafter,
-// whose first context already holds tokens generated before: they count as its prompt.
+// first token; a context only grows, also across a preemption).
 func (d *suffixDrafter) Accept(ctx []int) error {
 	if d.prompt < 0 {
 		d.prompt = len(ctx) - 1

@@ -180,6 +180,41 @@ func TestFakePreemptionExact(t *testing.T) {
 	}
 }
 
+// A preempted sequence keeps its suffix drafter (it lives on the host), so its output reaches
+// the global tree once and whole when it ends: as many outputs as requests, as many tokens as
+// they generated. (A fresh drafter for the recomputation gave the tree the output twice in
+// part: what was generated before the preemption, then that again with the rest.)
+func TestSuffixPreemptedOutputOnce(t *testing.T) {
+	cfg := spec.Config{Mode: "suffix", NumSpeculativeTokens: 4}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	method := spec.NewSuffix(cfg)
+	var reqs []*Request
+	for i := range 10 {
+		prompt := make([]int, 3+i%7*3)
+		for j := range prompt {
+			prompt[j] = (i*13 + j*5) % 50
+		}
+		reqs = append(reqs, &Request{Ctx: context.Background(), Prompt: prompt, MaxNew: 8 + i%5, K: 4})
+	}
+	got := runFake(t, newFakeTarget(9, 4), method, reqs)
+	preempted, tokens := 0, 0
+	for i, r := range got {
+		if r.Err != nil || !slices.Equal(r.Tokens, want(reqs[i].Prompt, reqs[i].MaxNew)) {
+			t.Fatalf("request %d: %v %v", i, r.Tokens, r.Err)
+		}
+		preempted += r.Preempted
+		tokens += len(r.Tokens)
+	}
+	if preempted == 0 {
+		t.Fatal("no preemption: the pool was not too small")
+	}
+	if outs, toks := method.Cached(); outs != len(reqs) || toks != tokens {
+		t.Errorf("global tree holds %d outputs of %d tokens, want %d of %d (%d preemptions)", outs, toks, len(reqs), tokens, preempted)
+	}
+}
+
 // With drafts that always pass and a fixed k, each verify step emits k+1 tokens (less at the
 // end), and the metrics say so.
 func TestFakeSpeculationSteps(t *testing.T) {

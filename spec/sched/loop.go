@@ -143,7 +143,9 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 		}
 		st := &seqState{seq: pool.NewSequence()}
 		st.fed = st.seq.MatchPrefix(j.ctx, len(j.ctx)-1)
-		if j.req.K > 0 && s.method != nil {
+		if j.kept != nil {
+			st.drafter, j.kept = j.kept, nil
+		} else if j.req.K > 0 && s.method != nil {
 			d, err := s.method.NewDrafter()
 			if err != nil {
 				st.seq.Release()
@@ -203,8 +205,7 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		// Out of pages: the newest running job gives its pages back and waits to be recomputed.
 		victim := running[len(running)-1]
 		running = running[:len(running)-1]
-		s.release(victim)
-		victim.res.Preempted++
+		s.preempt(victim)
 		waiting = append([]*job{victim}, waiting...)
 		preempted++
 	}

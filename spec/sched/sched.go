@@ -117,9 +117,10 @@ type job struct {
 	submitted time.Time
 	started   bool
 	res       Result
-	seq       *seqState // while running
-	ctx       []int     // prompt and the tokens so far (what a preempted job recomputes)
-	keys      []uint64  // the prefix keys of its prompt's full pages (prefix caching)
+	seq       *seqState        // while running
+	kept      spec.HostDrafter // a preempted job's drafter, for its recomputation
+	ctx       []int            // prompt and the tokens so far (what a preempted job recomputes)
+	keys      []uint64         // the prefix keys of its prompt's full pages (prefix caching)
 	adj       *batch.Adjustments
 }
 

@@ -139,9 +139,23 @@ func (s *Scheduler) release(j *job) {
 	j.seq = nil
 }
 
+// preempt frees a running job's pages for the jobs before it; it waits to be recomputed,
+// keeping its drafter when that lives on the host only.
+func (s *Scheduler) preempt(j *job) {
+	if d, ok := j.seq.drafter.(spec.HostDrafter); ok {
+		j.kept, j.seq.drafter = d, nil
+	}
+	s.release(j)
+	j.res.Preempted++
+}
+
 // finish ends a job: frees what it holds and sends its result (an error, or the reason).
 func (s *Scheduler) finish(j *job, why spec.FinishReason, err error) {
 	s.release(j)
+	if j.kept != nil {
+		j.kept.Release()
+		j.kept = nil
+	}
 	j.res.Finish, j.res.Err = why, err
 	if err != nil && errors.Is(err, ErrClosed) {
 		j.res.Finish = spec.FinishCancelled
