@@ -72,10 +72,21 @@ type CostModel struct {
 	perDraft  float64
 	byRows    map[int]*ema // step time by row count
 	byDrafts  map[int]*ema // drafter call time by tokens drafted
-	// seeded are step times measured once at load for Plan's jumps only (not the line):
-	// what a full batch costs and one more row past it, before such steps are observed.
+	// blocking is how the device runs a step's rows (nil: one block of the rows).
+	blocking Blocking
+	// seeded are step times measured once at load, which price a block (perBlock) before
+	// steps of several blocks are observed: what a full batch costs and one more row past it.
 	seeded map[int]float64
 }
+
+// Blocking is how a device runs a step of n rows: in blocks blocks, each reading the
+// weights once, that compute computed rows in all (n padded up to a block's height). A step
+// then costs
+//
+//	fixed + perRow x computed + perBlock x (blocks - 1)
+//
+// so a draft that fills a block's padding is nearly free and one that opens a block is dear.
+type Blocking func(n int) (blocks, computed int)
 
 type ema struct{ mean, weight float64 }
 
@@ -95,7 +106,60 @@ func (c *CostModel) ObserveStep(rows int, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	observe(c.byRows, rows, d)
-	c.fixed, c.perRow = fitLine(c.byRows, c.fixed, c.perRow)
+	c.fixed, c.perRow = fitLine(c.byRows, c.oneBlock, c.fixed, c.perRow)
+}
+
+// SetBlocking tells the model how the device runs a step's rows.
+func (c *CostModel) SetBlocking(b Blocking) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blocking = b
+	c.fixed, c.perRow = fitLine(c.byRows, c.oneBlock, c.fixed, c.perRow)
+}
+
+// shape is blocking's answer for n rows (one block of n without one).
+func (c *CostModel) shape(n int) (blocks, computed int) {
+	if c.blocking == nil {
+		return 1, n
+	}
+	return c.blocking(n)
+}
+
+// oneBlock is the line's x for a step of n rows, its computed rows, when it runs as one
+// block (steps of several blocks price perBlock instead).
+func (c *CostModel) oneBlock(n int) (float64, bool) {
+	b, comp := c.shape(n)
+	return float64(comp), b == 1
+}
+
+// perBlock is what a step's second and later blocks cost each beyond the line: the mean
+// excess of the observed steps of several blocks seen often enough to trust, else of the
+// seeded ones (0 when there are none).
+func (c *CostModel) perBlock() float64 {
+	excess := func(n int, d float64) (float64, bool) {
+		b, comp := c.shape(n)
+		if b < 2 {
+			return 0, false
+		}
+		return max(0, (d-c.fixed-c.perRow*float64(comp))/float64(b-1)), true
+	}
+	var sum, w float64
+	for n, e := range c.byRows {
+		if x, ok := excess(n, e.mean); ok && e.weight >= 4 {
+			sum, w = sum+x*e.weight, w+e.weight
+		}
+	}
+	if w == 0 {
+		for n, d := range c.seeded {
+			if x, ok := excess(n, d); ok {
+				sum, w = sum+x, w+1
+			}
+		}
+	}
+	if w == 0 {
+		return 0
+	}
+	return sum / w
 }
 
 // ObserveDraft records a drafter's call that proposed tokens tokens in d.
@@ -111,7 +175,7 @@ func (c *CostModel) ObserveDraft(tokens int, d time.Duration) {
 		c.draftCall, c.perDraft = 0, e.mean/float64(tokens)
 		return
 	}
-	c.draftCall, c.perDraft = fitLine(c.byDrafts, c.draftCall, c.perDraft)
+	c.draftCall, c.perDraft = fitLine(c.byDrafts, func(n int) (float64, bool) { return float64(n), true }, c.draftCall, c.perDraft)
 }
 
 func observe(by map[int]*ema, n int, d time.Duration) {
@@ -123,16 +187,26 @@ func observe(by map[int]*ema, n int, d time.Duration) {
 	e.add(d.Seconds())
 }
 
-// fitLine fits time = a + b n to the mean times by n (weighted least squares) when two or
-// more n have been seen and the fit has a positive slope and no negative intercept; otherwise
-// it keeps the slope b and moves a (down to 0, the slope then taking the rest).
-func fitLine(by map[int]*ema, a, b float64) (float64, float64) {
+// fitLine fits time = a + b x(n) to the mean times by n (weighted least squares) over the n
+// that x accepts, when two or more x have been seen and the fit has a positive slope and no
+// negative intercept; otherwise it keeps the slope b and moves a (down to 0, the slope then
+// taking the rest).
+func fitLine(by map[int]*ema, x func(int) (float64, bool), a, b float64) (float64, float64) {
 	var sw, sx, sy, sxx, sxy float64
+	xs := map[float64]bool{}
 	for n, e := range by {
-		w, x := e.weight, float64(n)
-		sw, sx, sy, sxx, sxy = sw+w, sx+w*x, sy+w*e.mean, sxx+w*x*x, sxy+w*x*e.mean
+		xn, ok := x(n)
+		if !ok {
+			continue
+		}
+		w := e.weight
+		sw, sx, sy, sxx, sxy = sw+w, sx+w*xn, sy+w*e.mean, sxx+w*xn*xn, sxy+w*xn*e.mean
+		xs[xn] = true
 	}
-	if len(by) >= 2 {
+	if sw == 0 {
+		return a, b
+	}
+	if len(xs) >= 2 {
 		if den := sw*sxx - sx*sx; den > 0 {
 			slope := (sw*sxy - sx*sy) / den
 			if icpt := (sy - slope*sx) / sw; slope > 0 && icpt >= 0 {
@@ -146,28 +220,9 @@ func fitLine(by map[int]*ema, a, b float64) (float64, float64) {
 	return a, b
 }
 
-// measuredSteps are the mean step times of the row counts seen often enough to trust, or
-// else seeded (seconds by rows), and the row counts where a jump may be (the seeded ones: a
-// full batch and one row more; only there is a step priced off the line, so that noise in the
-// small steps one sequence makes never stops its drafts).
-func (c *CostModel) measuredSteps() (map[int]float64, map[int]bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out, jumps := make(map[int]float64, len(c.byRows)+len(c.seeded)), make(map[int]bool, len(c.seeded))
-	for n, d := range c.seeded {
-		out[n], jumps[n] = d, true
-	}
-	for n, e := range c.byRows {
-		if e.weight >= 4 {
-			out[n] = e.mean
-		}
-	}
-	return out, jumps
-}
-
-// SeedSteps gives Plan the times of steps of some row counts measured once (a full batch and
-// one row more), to price the jumps a draft may cause before it has seen such steps; they do
-// not move the line, and observed steps of the same counts replace them once trusted.
+// SeedSteps gives the model the times of steps of some row counts measured once (a full
+// batch and one row more), to price a block before steps of several blocks are observed;
+// they do not move the line.
 func (c *CostModel) SeedSteps(times map[int]time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -202,60 +257,45 @@ type PlanSeq struct {
 }
 
 // Plan chooses each sequence's draft length for a step whose rows without drafts are
-// baseRows (one per decoding sequence, plus prompt chunks): greedily, the run of a
-// sequence's next drafts with the most expected tokens per second of cost first, while it
-// raises the step's tokens per second. probe forces one draft on sequences whose plan would
-// be none, so that their acceptance keeps being measured, unless that draft would take the
-// step past a measured jump in its cost (it is asked again at a later step).
-//
-// A step's cost is the line's, but a step is not linear in its rows everywhere (a device runs
-// steps of up to 16 rows as one block, more in blocks of 8: one row past 16 costs a block):
-// drafts that take a step to a row count where a jump was seeded (SeedSteps) cost the
-// measured excess there over the line, less the step's own.
+// baseRows (one per decoding sequence): greedily, the run of a sequence's next drafts with
+// the most expected tokens per second of cost first, while it raises the step's tokens per
+// second. A run's cost is the drafter's time and what its rows add to the step, by the
+// device's blocking: nothing where they fill a block's padding, a block where they open one.
+// probe forces one draft on sequences whose plan would be none, so that their acceptance
+// keeps being measured, unless that draft would open a block (it is asked again at a later
+// step).
 func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) []int {
-	fixed, perRow, draftCall, perDraft := c.Costs()
-	measured, jumps := c.measuredSteps()
+	c.mu.Lock()
+	fixed, perRow, draftCall, perDraft := c.fixed, c.perRow, c.draftCall, c.perDraft
+	perBlock, shape := c.perBlock(), c.shape
+	c.mu.Unlock()
+	step := func(n int) float64 {
+		b, comp := shape(n)
+		return fixed + perRow*float64(comp) + perBlock*float64(b-1)
+	}
 	ks := make([]int, len(seqs))
 	tokens := float64(len(seqs))
 	rows := baseRows
-	elapsed := (fixed + perRow*time.Duration(baseRows)).Seconds()
-	unit, call := (perRow + perDraft).Seconds(), draftCall.Seconds()
-	// extra is what m more rows cost beyond the line, from the measured steps: the largest
-	// excess over the line of a measured row count they reach, less the step's own excess
-	// (when its row count is measured).
-	excess := func(n int) (float64, bool) {
-		d, ok := measured[n]
-		return d - (fixed + perRow*time.Duration(n)).Seconds(), ok
-	}
-	extra := func(m int) float64 {
-		own, _ := excess(rows)
-		x := 0.0
-		for n := rows + 1; n <= rows+m; n++ {
-			if e, ok := excess(n); ok && jumps[n] {
-				x = max(x, e-own)
-			}
-		}
-		return x
-	}
-	for unit > 0 {
+	elapsed := step(rows)
+	for perRow+perDraft > 0 {
 		best, bestM, bestGain, bestCost := -1, 0, 0.0, 0.0
 		for i, s := range seqs {
 			if s.Acc == nil {
 				continue
 			}
-			gain, cost := 0.0, 0.0
+			gain, call := 0.0, 0.0
 			if ks[i] == 0 {
-				cost = call
+				call = draftCall
 			}
 			for m := 1; ks[i]+m <= s.MaxK; m++ {
 				gain += s.Acc.Chain(ks[i] + m - 1)
-				cost += unit
-				if total := cost + extra(m); best < 0 || gain/total > bestGain/bestCost {
-					best, bestM, bestGain, bestCost = i, m, gain, total
+				cost := call + perDraft*float64(m) + step(rows+m) - step(rows)
+				if best < 0 || gain*bestCost > bestGain*cost {
+					best, bestM, bestGain, bestCost = i, m, gain, cost
 				}
 			}
 		}
-		if best < 0 || bestGain/bestCost <= tokens/elapsed {
+		if best < 0 || bestGain*elapsed <= tokens*bestCost {
 			break
 		}
 		ks[best] += bestM
@@ -264,13 +304,19 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 		elapsed += bestCost
 	}
 	for i, s := range seqs {
-		// A probe that would take the step past a measured jump waits for a smaller step.
-		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && extra(1) < perRow.Seconds()/4 && probe(i) {
+		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && sameBlocks(shape, rows, rows+1) && probe(i) {
 			ks[i] = 1
 			rows++
 		}
 	}
 	return ks
+}
+
+// sameBlocks reports whether steps of a and b rows run in as many blocks.
+func sameBlocks(shape Blocking, a, b int) bool {
+	ba, _ := shape(a)
+	bb, _ := shape(b)
+	return ba == bb
 }
 
 // CalibrationRows are the row counts Calibrate times.

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/wspec/wspec/runtime/batch"
 )
 
 const ms = time.Millisecond
@@ -51,13 +53,17 @@ func TestCostModelFits(t *testing.T) {
 
 // bestK is the draft length that maximises one sequence's expected tokens per second,
 // trying every k: what Plan should find.
-func bestK(r float64, maxK int, fixed, perRow, call, perDraft float64) int {
+// computed (nil: every row) is the rows a step of n rows computes.
+func bestK(r float64, maxK int, fixed, perRow, call, perDraft float64, computed func(n int) int) int {
+	if computed == nil {
+		computed = func(n int) int { return n }
+	}
 	best, bestRate := 0, 1/(fixed+perRow)
 	tokens, chain := 1.0, 1.0
 	for k := 1; k <= maxK; k++ {
 		chain *= r
 		tokens += chain
-		if rate := tokens / (fixed + perRow*float64(k+1) + call + perDraft*float64(k)); rate > bestRate {
+		if rate := tokens / (fixed + perRow*float64(computed(k+1)) + call + perDraft*float64(k)); rate > bestRate {
 			best, bestRate = k, rate
 		}
 	}
@@ -83,7 +89,7 @@ func TestPlanOneSequence(t *testing.T) {
 		for _, r := range []float64{0.1, 0.4, 0.6, 0.75, 0.9, 0.98} {
 			got := c.Plan([]PlanSeq{{Acc: acceptanceOf(r), MaxK: 8}}, 1, nil)[0]
 			// Rate's prior moves r by at most 1e-6
-			if want := bestK(r, 8, d.fixed, d.perRow, d.call, d.perDraft); got != want {
+			if want := bestK(r, 8, d.fixed, d.perRow, d.call, d.perDraft, nil); got != want {
 				t.Errorf("%s, acceptance %.2f: k %d, the best is %d", d.name, r, got, want)
 			}
 		}
@@ -115,26 +121,35 @@ func TestPlanBatch(t *testing.T) {
 	}
 }
 
-// A step is not linear in its rows everywhere: where 16 rows have been measured at 30 ms and
-// 17 at 40 ms (a second block; seeded as where a jump may be), sixteen sequences with good
-// drafts draft nothing, though the line alone (1 ms a row) says a 90% draft pays; with both
-// measured on the line, they draft.
-func TestPlanSeesMeasuredJumps(t *testing.T) {
-	plan := func(at17 time.Duration) []int {
-		c := NewCostModel(15*ms, ms)
+// lavapipeBlocks is how the model's steps run: up to 16 rows as one block of the smallest
+// verify height that holds them, more in blocks of 8.
+var lavapipeBlocks = batch.Limits{BlockRows: []int{1, 2, 3, 5, 9, 16}, ChunkRows: 8}.Blocks
+
+// A block costs what was measured past the line: where 17 rows (three blocks of 8) took 10 ms
+// a block more than the line says, sixteen sequences with good drafts draft nothing on a
+// device whose rows are cheap; measured on the line, they draft. Seeded times price a block
+// before any such step is observed, observed ones replace them, and neither moves the line.
+func TestPlanPricesBlocks(t *testing.T) {
+	const us = time.Microsecond
+	plan := func(seed17, at17 time.Duration) (*CostModel, []int) {
+		c := NewCostModel(14*ms+100*us, 100*us)
+		c.SetBlocking(lavapipeBlocks)
 		for range 8 {
-			for rows := 1; rows <= 16; rows++ {
-				c.ObserveStep(rows, 14*ms+time.Duration(rows)*ms)
+			for _, rows := range []int{1, 2, 3, 5, 9, 16} {
+				c.ObserveStep(rows, 14*ms+time.Duration(rows)*100*us)
 			}
-			c.ObserveStep(17, at17)
-			c.ObserveStep(32, 46*ms)
+			if at17 > 0 {
+				c.ObserveStep(17, at17)
+			}
 		}
-		c.SeedSteps(map[int]time.Duration{16: 30 * ms, 17: 31 * ms}) // where to look; the observed times win
+		if seed17 > 0 {
+			c.SeedSteps(map[int]time.Duration{16: 15*ms + 600*us, 17: seed17})
+		}
 		seqs := make([]PlanSeq, 16)
 		for i := range seqs {
 			seqs[i] = PlanSeq{Acc: acceptanceOf(0.9), MaxK: 4}
 		}
-		return c.Plan(seqs, 16, nil)
+		return c, c.Plan(seqs, 16, nil)
 	}
 	sum := func(ks []int) (n int) {
 		for _, k := range ks {
@@ -142,44 +157,54 @@ func TestPlanSeesMeasuredJumps(t *testing.T) {
 		}
 		return n
 	}
-	if ks := plan(40 * ms); sum(ks) != 0 {
-		t.Errorf("with a 10 ms jump past 16 rows: drafts %v", ks)
+	line17 := 14*ms + 2400*us // 24 rows computed
+	if _, ks := plan(line17+20*ms, 0); sum(ks) != 0 {
+		t.Errorf("seeded: 10 ms a block past 16 rows: drafts %v", ks)
 	}
-	if ks := plan(31 * ms); sum(ks) == 0 {
-		t.Errorf("with 17 rows on the line: no drafts")
+	c, ks := plan(line17, 0)
+	if sum(ks) == 0 {
+		t.Errorf("seeded: 17 rows on the line: no drafts")
+	}
+	if fixed, perRow, _, _ := c.Costs(); (fixed-14*ms).Abs() > us || (perRow-100*us).Abs() > us {
+		t.Errorf("line %v + %v a row, want 14ms + 100us", fixed, perRow)
+	}
+	if _, ks := plan(line17, line17+20*ms); sum(ks) != 0 {
+		t.Errorf("observed: 10 ms a block (seeded on the line): drafts %v", ks)
+	}
+	if _, ks := plan(line17+20*ms, line17); sum(ks) == 0 {
+		t.Errorf("observed on the line (seeded dear): no drafts")
 	}
 }
 
-// Seeded step times price a full batch's jump before any such step is observed, without
-// moving the line.
-func TestPlanSeededJump(t *testing.T) {
-	c := NewCostModel(15*ms, ms)
-	for range 8 {
-		for rows := 1; rows <= 16; rows++ {
-			c.ObserveStep(rows, 14*ms+time.Duration(rows)*ms)
+// Rows that fill a block's padding cost nothing: for one sequence whose step of 1 + k rows
+// runs as a block of 1, 2, 3, 5 or 9, the plan is the best k priced by the rows computed,
+// which here differs from the best k priced by the rows alone.
+func TestPlanFillsPadding(t *testing.T) {
+	c := NewCostModel(10*ms, 2*ms)
+	c.ObserveDraft(1, 10*time.Microsecond)
+	c.ObserveDraft(2, 20*time.Microsecond)
+	c.SetBlocking(lavapipeBlocks)
+	computed := func(n int) int { _, comp := lavapipeBlocks(n); return comp }
+	for _, r := range []float64{0.7, 0.75, 0.85, 0.9} {
+		got := c.Plan([]PlanSeq{{Acc: acceptanceOf(r), MaxK: 8}}, 1, nil)[0]
+		want := bestK(r, 8, 8, 2, 0, 0.01, computed)
+		if lineOnly := bestK(r, 8, 8, 2, 0, 0.01, nil); got != want || want == lineOnly {
+			t.Errorf("acceptance %.2f: k %d, the best by rows computed is %d (by rows %d)", r, got, want, lineOnly)
 		}
 	}
+}
+
+// Probes wait where a draft would open a block; below it they go in.
+func TestProbesWaitAtBlocks(t *testing.T) {
+	c := NewCostModel(15*ms, ms)
+	c.SetBlocking(lavapipeBlocks)
 	seqs := make([]PlanSeq, 16)
 	for i := range seqs {
-		seqs[i] = PlanSeq{Acc: acceptanceOf(0.9), MaxK: 4}
+		seqs[i] = PlanSeq{Acc: acceptanceOf(0.01), MaxK: 4}
 	}
-	before := c.Plan(seqs, 16, nil)
-	_, perRow, _, _ := c.Costs()
-	c.SeedSteps(map[int]time.Duration{16: 30 * ms, 17: 40 * ms})
-	after := c.Plan(seqs, 16, nil)
-	if _, p, _, _ := c.Costs(); p != perRow {
-		t.Errorf("seeding moved the line: %v -> %v a row", perRow, p)
-	}
-	if before[0] == 0 || after[0] != 0 {
-		t.Errorf("drafts before seeding %v, after %v: want some, then none", before, after)
-	}
-	// Probes wait too, where a draft would cross the jump; below it they go in.
 	always := func(int) bool { return true }
-	for i := range seqs {
-		seqs[i].Acc = acceptanceOf(0.01)
-	}
 	if ks := c.Plan(seqs, 16, always); ks[0] != 0 {
-		t.Errorf("probes past the jump: %v", ks)
+		t.Errorf("probes past 16 rows: %v", ks)
 	}
 	if ks := c.Plan(seqs[:8], 8, always); ks[0] != 1 || ks[7] != 1 {
 		t.Errorf("probes of 8 sequences: %v", ks)

@@ -76,4 +76,23 @@ type Limits struct {
 	MaxLogitRows  int // rows sampled in a step, all sequences
 	MaxDraft      int // drafts one sequence verifies in a step
 	StepRows      int // rows in a step, all sequences
+	// How a step's rows run: a step of up to BlockRows[i] rows (ascending) as one block of
+	// that height; more in blocks of ChunkRows. Each block reads the weights once.
+	BlockRows []int
+	ChunkRows int
+}
+
+// Blocks is how a step of n rows runs: in blocks blocks that compute computed rows in all
+// (n padded up to a block's height). Without BlockRows: one block of n rows.
+func (l Limits) Blocks(n int) (blocks, computed int) {
+	for _, h := range l.BlockRows {
+		if n <= h {
+			return 1, h
+		}
+	}
+	if len(l.BlockRows) == 0 || l.ChunkRows < 1 {
+		return 1, n
+	}
+	blocks = (n + l.ChunkRows - 1) / l.ChunkRows
+	return blocks, blocks * l.ChunkRows
 }

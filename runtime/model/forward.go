@@ -146,8 +146,12 @@ func (m *Model) program(rows int) (*runtime.Program, int, error) {
 		}
 		return m.verify[i], vr, nil
 	}
-	return m.prefill, 8, nil
+	return m.prefill, prefillBlock, nil
 }
+
+// prefillBlock is the prefill program's block height: a step of more rows than the largest
+// verify program runs in blocks of this many.
+const prefillBlock = 8
 
 // Dispatches is the number of dispatches of one decode step.
 func (m *Model) Dispatches() int { return m.decode.Len() }

@@ -177,7 +177,7 @@ func (m *Model) build(src weights.TensorSource) error {
 	if m.decode, err = m.record(1, 1); err != nil {
 		return err
 	}
-	m.prefill, err = m.record(8, 8)
+	m.prefill, err = m.record(prefillBlock, prefillBlock)
 	return err
 }
 
@@ -250,5 +250,5 @@ func (m *Model) Pool() *kv.PagePool { return m.pool }
 func (m *Model) Limits() batch.Limits {
 	o, c := m.Opts, m.Cfg
 	return batch.Limits{MaxSeq: c.MaxSeq, Vocab: c.Vocab, MaxSeqs: o.MaxSeqs, MaxLogitRows: o.MaxLogitRows,
-		MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk}
+		MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk, BlockRows: append([]int{1}, verifyRows[:]...), ChunkRows: prefillBlock}
 }

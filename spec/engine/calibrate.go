@@ -56,6 +56,7 @@ func (e *Engine) calibrate() (*spec.CostModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.SetBlocking(e.target.Limits().Blocks)
 	return c, e.seedBatch(c)
 }
 
