@@ -26,8 +26,8 @@ struct Params {
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> q: array<f32>;           // [m, q_stride], q heads first
 @group(0) @binding(3) var<storage, read> pages: array<u32>;       // [max_pages]
-@group(0) @binding(4) var<storage, read> kc: array<vec4<wtype>>;  // [n_pages, page_size, n_kv, hd / 4], the KV cache's type
-@group(0) @binding(5) var<storage, read> vc: array<vec4<wtype>>;  // [n_pages, page_size, n_kv, hd / 4]
+@group(0) @binding(4) var<storage, read> kc: array<wvec>;         // [n_pages, page_size, n_kv, hd / 4], the KV cache's type
+@group(0) @binding(5) var<storage, read> vc: array<wvec>;         // [n_pages, page_size, n_kv, hd / 4]
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;   // [m, n_heads * hd]
 @group(0) @binding(7) var<storage, read> rows: array<RowInfo>;    // [m] with BATCH
 @group(0) @binding(8) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs] with BATCH
@@ -90,7 +90,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     if (t < T) {
       let kb = kv4(po, t, kvh);
       for (var i = 0u; i < d4; i++) {
-        let kv = vec4f(kc[kb + i]);
+        let kv = wvec4(kc[kb + i]);
         for (var r = 0u; r < ROWS; r++) { s[r] += dot(qv[r * d4 + i], kv); }
       }
     }
@@ -114,7 +114,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       for (var a = 0u; a < na; a++) {
         let i = lane + a * sgs;
         if (i < d4) {
-          let v = vec4f(vc[vb + i]);
+          let v = wvec4(vc[vb + i]);
           for (var r = 0u; r < ROWS; r++) { acc[r * MAXA + a] += pt[r] * v; }
         }
       }

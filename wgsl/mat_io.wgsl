@@ -24,7 +24,7 @@ struct Params {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> x: array<f32>;            // [rows, k] or [rows, 2k] with SWIGLU
-@group(0) @binding(3) var<storage, read> w: array<vec4<wtype>>;    // [ceil(n / 8), k4, 8] (see above)
+@group(0) @binding(3) var<storage, read> w: array<wvec>;           // [ceil(n / 8), k4, 8] (see above)
 @group(0) @binding(4) var<storage, read> bias: array<f32>;         // [col0 + n]
 @group(0) @binding(5) var<storage, read> normw: array<f32>;        // [k]
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;      // [rows, y_stride]

@@ -41,7 +41,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let qend = min(sgs, k4 - q0);
     for (var j = 0u; j < qend; j++) {
       var wv: array<vec4f, MAXC>;
-      for (var c = 0u; c < COLS; c++) { wv[c] = vec4f(w[wbase[c] + 8u * (q0 + j)]); }
+      for (var c = 0u; c < COLS; c++) { wv[c] = wvec4(w[wbase[c] + 8u * (q0 + j)]); }
       for (var r = 0u; r < ROWS; r++) {
         let xs = subgroupShuffle(xl[r], j);
         for (var c = 0u; c < COLS; c++) { acc[r][c] += dot(wv[c], xs); }

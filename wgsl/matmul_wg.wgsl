@@ -32,7 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let qend = min(WG, k4 - q0);
     for (var j = 0u; j < qend; j++) {
       var wv: array<vec4f, MAXC>;
-      for (var c = 0u; c < COLS; c++) { wv[c] = vec4f(w[wat(min(col[c], P.n - 1u), q0 + j, k4)]); }
+      for (var c = 0u; c < COLS; c++) { wv[c] = wvec4(w[wat(min(col[c], P.n - 1u), q0 + j, k4)]); }
       for (var r = 0u; r < ROWS; r++) {
         let xv = xs[r * WG + j];
         for (var c = 0u; c < COLS; c++) { acc[r][c] += dot(wv[c], xv); }

@@ -6,7 +6,11 @@
 // flow is uniform per subgroup but not per workgroup). Source
 // prepends the prelude: the extensions, then `alias wtype = f32;` or, for the f16 variant,
 // `enable f16;` and `alias wtype = f16;`, so one file serves both weight types (for a quantized
-// type, `alias wtype = u32;` and `const QTYPE` its ggml number). Every kernel's entry point is
+// type, `alias wtype = u32;` and `const QTYPE` its ggml number), and `wvec`, four values of
+// wtype as a kernel loads them, with `wvec4(v) -> vec4f`: for f16, two u32 words unpacked with
+// unpack2x16float (lavapipe loads a vec4<f16> per lane a quarter slower than two words; it
+// also needs no shader-f16), for f32 a vec4<f32>, for a quantized type a vec4<u32> of words
+// (no wvec4). Every kernel's entry point is
 // `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
 // Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
 package wgsl
@@ -110,6 +114,14 @@ func Source(name string, wt WeightType) (string, error) {
 		prelude += fmt.Sprintf("alias wtype = u32; const QTYPE: u32 = %du; ", wt.GGML())
 	} else {
 		prelude += "alias wtype = " + wt.String() + "; "
+	}
+	switch {
+	case wt == F16:
+		prelude += "alias wvec = vec2<u32>; fn wvec4(v: wvec) -> vec4f { return vec4f(unpack2x16float(v.x), unpack2x16float(v.y)); } "
+	case wt.Quantized():
+		prelude += "alias wvec = vec4<u32>; "
+	default:
+		prelude += "alias wvec = vec4<f32>; fn wvec4(v: wvec) -> vec4f { return v; } "
 	}
 	var out strings.Builder
 	out.WriteString(prelude)
