@@ -256,15 +256,16 @@ type PlanSeq struct {
 	MaxK int         // drafts at most (the request's k, the room left)
 }
 
-// Plan chooses each sequence's draft length for a step whose rows without drafts are
-// baseRows (one per decoding sequence): greedily, the run of a sequence's next drafts with
-// the most expected tokens per second of cost first, while it raises the step's tokens per
-// second. A run's cost is the drafter's time and what its rows add to the step, by the
-// device's blocking: nothing where they fill a block's padding, a block where they open one.
-// probe forces one draft on sequences whose plan would be none, so that their acceptance
-// keeps being measured, unless that draft would open a block (it is asked again at a later
-// step).
-func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) []int {
+// Plan chooses each sequence's draft length for a step of decodeRows rows (one per decoding
+// sequence) and promptRows rows of prompts: greedily, the run of a sequence's next drafts
+// with the most expected tokens per second of cost first, while it beats the rate of a step
+// of the decoding rows alone. A run's cost is the drafter's time and what its rows add to the
+// whole step, by the device's blocking: nothing where they fill a block's padding, a block
+// where they open one (so a step that prefills prompts too, already several blocks, prices
+// drafts by its own blocks). probe forces one draft on sequences whose plan would be none, so
+// that their acceptance keeps being measured, unless that draft would open a block (it is
+// asked again at a later step).
+func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(i int) bool) []int {
 	c.mu.Lock()
 	fixed, perRow, draftCall, perDraft := c.fixed, c.perRow, c.draftCall, c.perDraft
 	perBlock, shape := c.perBlock(), c.shape
@@ -275,8 +276,8 @@ func (c *CostModel) Plan(seqs []PlanSeq, baseRows int, probe func(i int) bool) [
 	}
 	ks := make([]int, len(seqs))
 	tokens := float64(len(seqs))
-	rows := baseRows
-	elapsed := step(rows)
+	rows := decodeRows + promptRows
+	elapsed := step(decodeRows)
 	for perRow+perDraft > 0 {
 		best, bestM, bestGain, bestCost := -1, 0, 0.0, 0.0
 		for i, s := range seqs {

@@ -87,7 +87,7 @@ func TestPlanOneSequence(t *testing.T) {
 			c.ObserveDraft(n, time.Duration((d.call+d.perDraft*float64(n))*1e6))
 		}
 		for _, r := range []float64{0.1, 0.4, 0.6, 0.75, 0.9, 0.98} {
-			got := c.Plan([]PlanSeq{{Acc: acceptanceOf(r), MaxK: 8}}, 1, nil)[0]
+			got := c.Plan([]PlanSeq{{Acc: acceptanceOf(r), MaxK: 8}}, 1, 0, nil)[0]
 			// Rate's prior moves r by at most 1e-6
 			if want := bestK(r, 8, d.fixed, d.perRow, d.call, d.perDraft, nil); got != want {
 				t.Errorf("%s, acceptance %.2f: k %d, the best is %d", d.name, r, got, want)
@@ -106,17 +106,17 @@ func TestPlanBatch(t *testing.T) {
 	for i := range seqs {
 		seqs[i] = PlanSeq{Acc: acceptanceOf(0.7), MaxK: 4}
 	}
-	for i, k := range c.Plan(seqs, len(seqs), nil) {
+	for i, k := range c.Plan(seqs, len(seqs), 0, nil) {
 		if k != 0 {
 			t.Errorf("steps of 16, sequence %d: k %d, want 0", i, k)
 		}
 	}
-	ks := c.Plan(seqs, len(seqs), func(i int) bool { return i == 3 })
+	ks := c.Plan(seqs, len(seqs), 0, func(i int) bool { return i == 3 })
 	if ks[3] != 1 || ks[2] != 0 {
 		t.Errorf("probe of sequence 3: %v", ks)
 	}
 	one := []PlanSeq{{Acc: acceptanceOf(0.99), MaxK: 2}, {MaxK: 8}}
-	if ks := c.Plan(one, 2, nil); ks[0] != 2 || ks[1] != 0 {
+	if ks := c.Plan(one, 2, 0, nil); ks[0] != 2 || ks[1] != 0 {
 		t.Errorf("one sure drafter bounded by 2 and one without: %v", ks)
 	}
 }
@@ -149,7 +149,7 @@ func TestPlanPricesBlocks(t *testing.T) {
 		for i := range seqs {
 			seqs[i] = PlanSeq{Acc: acceptanceOf(0.9), MaxK: 4}
 		}
-		return c, c.Plan(seqs, 16, nil)
+		return c, c.Plan(seqs, 16, 0, nil)
 	}
 	sum := func(ks []int) (n int) {
 		for _, k := range ks {
@@ -186,7 +186,7 @@ func TestPlanFillsPadding(t *testing.T) {
 	c.SetBlocking(lavapipeBlocks)
 	computed := func(n int) int { _, comp := lavapipeBlocks(n); return comp }
 	for _, r := range []float64{0.7, 0.75, 0.85, 0.9} {
-		got := c.Plan([]PlanSeq{{Acc: acceptanceOf(r), MaxK: 8}}, 1, nil)[0]
+		got := c.Plan([]PlanSeq{{Acc: acceptanceOf(r), MaxK: 8}}, 1, 0, nil)[0]
 		want := bestK(r, 8, 8, 2, 0, 0.01, computed)
 		if lineOnly := bestK(r, 8, 8, 2, 0, 0.01, nil); got != want || want == lineOnly {
 			t.Errorf("acceptance %.2f: k %d, the best by rows computed is %d (by rows %d)", r, got, want, lineOnly)
@@ -203,10 +203,42 @@ func TestProbesWaitAtBlocks(t *testing.T) {
 		seqs[i] = PlanSeq{Acc: acceptanceOf(0.01), MaxK: 4}
 	}
 	always := func(int) bool { return true }
-	if ks := c.Plan(seqs, 16, always); ks[0] != 0 {
+	if ks := c.Plan(seqs, 16, 0, always); ks[0] != 0 {
 		t.Errorf("probes past 16 rows: %v", ks)
 	}
-	if ks := c.Plan(seqs[:8], 8, always); ks[0] != 1 || ks[7] != 1 {
+	if ks := c.Plan(seqs[:8], 8, 0, always); ks[0] != 1 || ks[7] != 1 {
 		t.Errorf("probes of 8 sequences: %v", ks)
+	}
+}
+
+// A step that prefills prompts too runs in blocks of 8 already: drafts and probes are priced
+// by the whole step's blocks. Beside 40 prompt rows, 8 decoding sequences fill 6 blocks
+// exactly, so a probe would open a seventh and waits; beside 44, their 52 rows leave 4 rows
+// of padding, which the probes fill (the first four sequences').
+func TestPlanCountsPromptRows(t *testing.T) {
+	c := NewCostModel(15*ms, ms)
+	c.SetBlocking(lavapipeBlocks)
+	c.SeedSteps(map[int]time.Duration{17: 14*ms + 24*ms + 2*20*ms}) // 20 ms a block
+	c.ObserveDraft(1, 200*time.Microsecond)
+	c.ObserveDraft(2, 400*time.Microsecond)
+	seqs := make([]PlanSeq, 8)
+	for i := range seqs {
+		seqs[i] = PlanSeq{Acc: acceptanceOf(0.01), MaxK: 4}
+	}
+	always := func(int) bool { return true }
+	if ks := c.Plan(seqs, 8, 40, always); ks[0] != 0 || ks[7] != 0 {
+		t.Errorf("8 decoding beside 40 prompt rows: probes %v, want none", ks)
+	}
+	if ks := c.Plan(seqs, 8, 44, always); ks[3] != 1 || ks[4] != 0 {
+		t.Errorf("8 decoding beside 44 prompt rows: probes %v, want the first 4", ks)
+	}
+	for i := range seqs {
+		seqs[i].Acc = acceptanceOf(0.9)
+	}
+	if ks := c.Plan(seqs, 8, 40, nil); ks[0] != 0 {
+		t.Errorf("8 good drafters beside 40 prompt rows, 20 ms a block: drafts %v, want none", ks)
+	}
+	if ks := c.Plan(seqs, 8, 0, nil); ks[0] == 0 {
+		t.Errorf("8 good drafters alone (8 rows of padding to 16): no drafts")
 	}
 }

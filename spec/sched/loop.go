@@ -283,7 +283,14 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 		}
 	}
 	if s.o.Cost != nil {
-		ks = s.o.Cost.Plan(plans, len(decoding), func(i int) bool { return decoding[i].seq.probing() })
+		prompts := 0 // the prompt rows the step will carry beside the decoding rows
+		for _, j := range running {
+			if st := j.seq; st.fed < len(j.ctx)-1 {
+				prompts += len(j.ctx) - st.fed
+			}
+		}
+		prompts = max(0, min(prompts, budget-len(decoding)))
+		ks = s.o.Cost.Plan(plans, len(decoding), prompts, func(i int) bool { return decoding[i].seq.probing() })
 		for i, j := range decoding {
 			j.seq.planned(ks[i])
 		}
