@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// `wspec bench --serve` measures each concurrency with speculation on and off and writes
-// its rows as JSON.
+// `wspec bench --serve` measures each concurrency with speculation on, then off (after a run
+// off the record), and writes its rows as JSON.
 func TestBenchServe(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	if err := runBench([]string{"--serve", "--concurrency", "1,2", "--requests", "3", "--tokens", "5", "--json", out}); err != nil {
@@ -28,7 +28,7 @@ func TestBenchServe(t *testing.T) {
 	}
 	for i, r := range rows {
 		if r.Requests != 3 || r.Sessions != 3 || r.Workload != "stories" || !r.PrefixCaching || r.GeneratedTokens != 15 || r.TokensPerSecond <= 0 || r.TTFTMedianMs <= 0 || r.ITLMedianMs <= 0 ||
-			r.Concurrency != []int{1, 2}[i%2] || (r.Speculation == "off") != (i >= 2) {
+			r.Concurrency != []int{1, 2}[i/2] || (r.Speculation == "off") != (i%2 == 1) {
 			t.Errorf("row %d: %+v", i, r)
 		}
 	}
