@@ -60,10 +60,11 @@ func (a *Acceptance) Chain(j int) float64 {
 	return p
 }
 
-// CostModel is what a step costs on this engine: Fixed + PerRow x rows, and a drafter's call
-// for n tokens DraftCall + PerDraft x n. It starts from a calibration (Calibrate) and learns
-// from the batch and drafts it is told about: the mean time of each row count (and of each
-// draft length), fitted by a line.
+// CostModel is what a step costs on this engine: Fixed + PerRow x rows computed + PerBlock x
+// blocks past the first (Blocking), and a drafter's call for n tokens DraftCall + PerDraft x
+// n. It starts from a calibration (Calibrate) and learns from the batch and drafts it is told
+// about: the mean time of each row count (and of each draft length), fitted by a line over the
+// steps of one block; the steps of several blocks give PerBlock.
 type CostModel struct {
 	mu        sync.Mutex
 	fixed     float64 // seconds
