@@ -119,11 +119,14 @@ func (c *CostModel) SetBlocking(b Blocking) {
 }
 
 // shape is blocking's answer for n rows (one block of n without one).
-func (c *CostModel) shape(n int) (blocks, computed int) {
-	if c.blocking == nil {
+func (c *CostModel) shape(n int) (blocks, computed int) { return c.blocking.of(n) }
+
+// of is b's answer for n rows, one block of n for a nil b.
+func (b Blocking) of(n int) (blocks, computed int) {
+	if b == nil {
 		return 1, n
 	}
-	return c.blocking(n)
+	return b(n)
 }
 
 // oneBlock is the line's x for a step of n rows, its computed rows, when it runs as one
@@ -269,10 +272,10 @@ type PlanSeq struct {
 func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(i int) bool) []int {
 	c.mu.Lock()
 	fixed, perRow, draftCall, perDraft := c.fixed, c.perRow, c.draftCall, c.perDraft
-	perBlock, shape := c.perBlock(), c.shape
+	perBlock, blocking := c.perBlock(), c.blocking
 	c.mu.Unlock()
 	step := func(n int) float64 {
-		b, comp := shape(n)
+		b, comp := blocking.of(n)
 		return fixed + perRow*float64(comp) + perBlock*float64(b-1)
 	}
 	ks := make([]int, len(seqs))
@@ -306,7 +309,7 @@ func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(
 		elapsed += bestCost
 	}
 	for i, s := range seqs {
-		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && sameBlocks(shape, rows, rows+1) && probe(i) {
+		if ks[i] == 0 && s.Acc != nil && s.MaxK > 0 && probe != nil && sameBlocks(blocking, rows, rows+1) && probe(i) {
 			ks[i] = 1
 			rows++
 		}
@@ -315,9 +318,9 @@ func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(
 }
 
 // sameBlocks reports whether steps of a and b rows run in as many blocks.
-func sameBlocks(shape Blocking, a, b int) bool {
-	ba, _ := shape(a)
-	bb, _ := shape(b)
+func sameBlocks(blocking Blocking, a, b int) bool {
+	ba, _ := blocking.of(a)
+	bb, _ := blocking.of(b)
 	return ba == bb
 }
 

@@ -8,8 +8,8 @@
 // `enable f16;` and `alias wtype = f16;`, so one file serves both weight types (for a quantized
 // type, `alias wtype = u32;` and `const QTYPE` its ggml number), and `wvec`, four values of
 // wtype as a kernel loads them, with `wvec4(v) -> vec4f`: for f16, two u32 words unpacked with
-// unpack2x16float (lavapipe loads a vec4<f16> per lane a quarter slower than two words; it
-// also needs no shader-f16), for f32 a vec4<f32>, for a quantized type a vec4<u32> of words
+// unpack2x16float (lavapipe loads a vec4<f16> per lane more slowly than two words: the 4096²
+// mat-vec ran 1.15-1.6x faster so), for f32 a vec4<f32>, for a quantized type a vec4<u32> of words
 // (no wvec4). Every kernel's entry point is
 // `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
 // Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.

@@ -172,8 +172,8 @@ func (b *serveBench) runEngine(modelDir, adapter, dtype string, tokens int, sc *
 	for _, c := range *b.conc {
 		// An unrecorded run at this concurrency first (without speculation, so the suffix
 		// method's global tree learns nothing from it): the first run at a new concurrency
-		// touches KV pages and records steps no run has yet, which cost whichever measured
-		// run came first (speculation's, before: up to 0.83x at 16 clients for nothing).
+		// touches KV pages and records steps no run has yet, which would cost whichever
+		// measured run came first.
 		runs++
 		if _, err := benchRun(url, wl, fmt.Sprintf("Day %d. ", runs), c, max(c, *b.requests), tokens, false); err != nil {
 			return nil, err
