@@ -67,6 +67,7 @@ type Device struct {
 	pipelines map[string]*webgpu.ComputePipeline
 	modules   map[string]*webgpu.ShaderModule
 	staging   map[uint64][]*webgpu.Buffer // free map-read buffers by size (a pool for readbacks)
+	sink      *webgpu.Buffer              // see Sink
 	// ForceNoSubgroups makes the kernels take their paths without subgroups (tests, and
 	// adapters whose subgroups misbehave).
 	ForceNoSubgroups bool
@@ -144,8 +145,11 @@ func (d *Device) Close() {
 			b.Release()
 		}
 	}
+	if d.sink != nil {
+		d.sink.Release()
+	}
 	d.Reclaim()
-	d.pipelines, d.modules, d.staging = nil, nil, nil
+	d.pipelines, d.modules, d.staging, d.sink = nil, nil, nil, nil
 	d.Device.Release()
 	d.adapter.Release()
 	d.instance.Release()
@@ -222,6 +226,20 @@ const storageUsage = webgpu.UsageStorage | webgpu.UsageCopyDst | webgpu.UsageCop
 // NewStorage makes a storage buffer of n bytes.
 func (d *Device) NewStorage(label string, n uint64) (*webgpu.Buffer, error) {
 	return d.CreateBuffer(label, n, storageUsage)
+}
+
+// Sink is a small writable storage buffer that stands in for a writable binding a dispatch
+// does not use (a kernel's switched-off output). Dawn refuses a buffer bound writable twice,
+// or writable and read-only, in one dispatch, so the read-only stand-ins cannot serve.
+func (d *Device) Sink() (*webgpu.Buffer, error) {
+	if d.sink == nil {
+		b, err := d.NewStorage("sink", 256)
+		if err != nil {
+			return nil, err
+		}
+		d.sink = b
+	}
+	return d.sink, nil
 }
 
 // UploadF32 makes a storage buffer holding v.

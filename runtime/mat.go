@@ -18,6 +18,10 @@ type MatFusion struct {
 	Accum    bool           // y += W x (residual add)
 	LastRows bool           // only the last n_draft + 1 input rows
 	Gather   *webgpu.Buffer // only the input rows it lists ([Step.LogitRows] u32), written as rows 0..
+	// Keep, when set, also receives each stored row: Keep[r, KeepOff + col] (stride
+	// KeepStride floats), as copy_rows would after the dispatch. Not with LastRows or Gather.
+	Keep                *webgpu.Buffer
+	KeepStride, KeepOff int
 }
 
 // MaxBlockRows is the most rows one matmul invocation holds in registers (MAXR in the kernel).
@@ -70,14 +74,24 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	if rows < 1 || rows > MaxBlockRows {
 		return fmt.Errorf("runtime: %s: %d rows per block, want 1..%d", name, rows, MaxBlockRows)
 	}
+	if f.Keep != nil && (f.LastRows || f.Gather != nil) {
+		panic(fmt.Sprintf("runtime: %s: Keep with LastRows or Gather", name))
+	}
 	o := Overrides{"ROWS": float64(rows)}
 	for key, on := range map[string]bool{"NORM": f.Norm != nil, "SWIGLU": f.SwiGLU, "GEGLU": f.GeGLU, "HAS_BIAS": f.Bias != nil,
-		"SILU": f.SiLU, "ACCUM": f.Accum, "LAST_ROWS": f.LastRows, "GATHER": f.Gather != nil} {
+		"SILU": f.SiLU, "ACCUM": f.Accum, "LAST_ROWS": f.LastRows, "GATHER": f.Gather != nil, "KEEP": f.Keep != nil} {
 		if on {
 			o[key] = 1
 		}
 	}
 	norm, bias, sel := orDummy(f.Norm, dummy), orDummy(f.Bias, dummy), orDummy(f.Gather, dummy)
+	keep := f.Keep
+	if keep == nil {
+		var err error
+		if keep, err = p.d.Sink(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	for _, part := range w.parts {
 		n := uint32(part.rows)
 		kernel := "matmul_wg"
@@ -107,8 +121,9 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		}
 		err := p.Add(KernelCall{
 			Kernel: kernel, Label: name[strings.LastIndex(name, ".")+1:], Weights: part.wt, Overrides: po,
-			Params:  MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride)},
-			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}, {Buffer: sel}},
+			Params: MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride),
+				KeepStride: uint32(f.KeepStride), KeepOff: uint32(f.KeepOff)},
+			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}, {Buffer: sel}, {Buffer: keep}},
 			Grid:    grid,
 		})
 		if err != nil {

@@ -87,7 +87,9 @@ type MatParams struct {
 	Eps     float32
 	Col0    uint32 // first output column of this part of the weight
 	YStride uint32
-	A, B, C uint32
+	// KeepStride and KeepOff place the KEEP copy: keep[r, KeepOff + col].
+	KeepStride, KeepOff uint32
+	C                   uint32
 }
 
 // RopeParams mirrors rope_kv.wgsl's Params.

@@ -16,10 +16,13 @@
 //   ACCUM     y += ... (the residual add)
 //   LAST_ROWS only the last n_draft + 1 rows of x, written as rows 0.. (a drafter's LM head)
 //   GATHER    the rows rowsel[0 .. logit_rows] of x, written as rows 0.. (a batch's LM head)
+//   KEEP      also keep[r, keep_off + col0 + n] = the stored value (not with LAST_ROWS or
+//             GATHER): a copy of the residual stream as it leaves this matmul, for EAGLE-3's
+//             features, without a dispatch of its own
 //!include common.wgsl
 struct Params {
   n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
-  _a: u32, _b: u32, _c: u32,
+  keep_stride: u32, keep_off: u32, _c: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -29,6 +32,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read> normw: array<f32>;        // [k]
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;      // [rows, y_stride]
 @group(0) @binding(7) var<storage, read> rowsel: array<u32>;       // [logit_rows] with GATHER
+@group(0) @binding(8) var<storage, read_write> keep: array<f32>;   // [rows, keep_stride] with KEEP
 override NORM: bool = false;
 override SWIGLU: bool = false;
 override GEGLU: bool = false;
@@ -37,6 +41,7 @@ override SILU: bool = false;
 override ACCUM: bool = false;
 override LAST_ROWS: bool = false;
 override GATHER: bool = false;
+override KEEP: bool = false;
 override ROWS: u32 = 1;  // rows per invocation (register block)
 override COLS: u32 = 1;  // columns per invocation (register block)
 override WG: u32 = 64;   // invocations per workgroup (a multiple of the subgroup size)
@@ -100,4 +105,5 @@ fn store(r: u32, n: u32, v: f32, ss: f32) {
   let i = r * P.y_stride + col;
   if (ACCUM) { o += y[i]; }
   y[i] = o;
+  if (KEEP) { keep[r * P.keep_stride + P.keep_off + col] = o; }
 }

@@ -43,16 +43,19 @@ func TestEagleMatchesReference(t *testing.T) {
 		head       weights.Config
 		vd, prompt int
 		o          weights.EagleWriteOptions
+		auxIDs     []int // nil: the default layers ([2, 2, 1] here: one named twice)
 	}{
-		{"eagle", weights.EagleKind1, head(64, 128, 4, 2, 16, 10000), 0, 20, weights.EagleWriteOptions{}},
-		{"eagle-chunked-prefixed-f16", weights.EagleKind1, head(64, 96, 8, 8, 8, 500000), 0, 45, weights.EagleWriteOptions{Prefix: true, DType: weights.F16}},
-		{"eagle3-d2t-own-embedding", weights.EagleKind3, head(48, 96, 4, 4, 12, 10000), 200, 20, weights.EagleWriteOptions{Prefix: true}},
-		{"eagle3-full-vocab", weights.EagleKind3, head(64, 128, 4, 1, 16, 10000), 0, 12, weights.EagleWriteOptions{DType: weights.BF16}},
+		{"eagle", weights.EagleKind1, head(64, 128, 4, 2, 16, 10000), 0, 20, weights.EagleWriteOptions{}, nil},
+		{"eagle-chunked-prefixed-f16", weights.EagleKind1, head(64, 96, 8, 8, 8, 500000), 0, 45, weights.EagleWriteOptions{Prefix: true, DType: weights.F16}, nil},
+		// Layer 0's input (the embedding, copied) and two fused into the w2 before them, unordered.
+		{"eagle3-d2t-own-embedding", weights.EagleKind3, head(48, 96, 4, 4, 12, 10000), 200, 20, weights.EagleWriteOptions{Prefix: true}, []int{3, 0, 1}},
+		{"eagle3-full-vocab", weights.EagleKind3, head(64, 128, 4, 1, 16, 10000), 0, 12, weights.EagleWriteOptions{DType: weights.BF16}, nil},
 	}
 	for ci, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tw := ref.RandomLlama(eagleTarget, int64(40+ci))
 			w := writeEagleHead(t, tc.kind, tc.head, tc.vd, int64(50+ci), tc.o)
+			w.AuxLayerIDs = tc.auxIDs
 			var aux []int
 			if tc.kind == weights.EagleKind3 {
 				var err error

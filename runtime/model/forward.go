@@ -15,7 +15,7 @@ import (
 //
 //	x = embed[tokens]                                  embed
 //	for each layer:
-//	    aux[:, j] = x   (layer j of Opts.AuxLayers)    copy_rows
+//	    aux[:, j] = x   (layer j of Opts.AuxLayers)    copy_rows, or KEEP in the w2 before
 //	    qkv = [Wq; Wk; Wv] rmsnorm(x) (+ b)            matmul NORM (+HAS_BIAS)
 //	    q, k = rope(q, k); cache[pos] = k, v           rope_kv (each row's position and pages)
 //	    att = softmax(q k^T / sqrt(hd)) v              attention (paged, causal, GQA, per sequence)
@@ -48,16 +48,26 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 	if err := p.AddEmbed(m.embed, m.tokens, m.x, embedScale); err != nil {
 		return nil, err
 	}
+	// keepAt[i] is the feature whose copy the residual matmul ending layer i-1 stores as it
+	// writes the input of layer i (KEEP): no dispatch of its own. The embedding's copy, a layer
+	// named twice and Gemma's residual (added by rmsnorm, not a matmul) take copy_rows.
+	keepAt := map[int]int{}
+	for j, al := range o.AuxLayers {
+		if _, dup := keepAt[al]; al > 0 && !dup && !c.PostNorms {
+			keepAt[al] = j
+		}
+	}
+	auxStride := len(o.AuxLayers) * c.Dim
 	for i, ly := range m.layers {
 		name := func(s string) string { return fmt.Sprintf("layers.%d.%s", i, s) }
 		for j, al := range o.AuxLayers {
-			if al != i {
+			if fused, ok := keepAt[i]; al != i || ok && fused == j {
 				continue
 			}
 			err := p.Add(runtime.KernelCall{
 				Kernel: "copy_rows",
 				Params: runtime.CopyRowsParams{Width: uint32(c.Dim), SrcStride: uint32(c.Dim),
-					DstStride: uint32(len(o.AuxLayers) * c.Dim), DstOff: uint32(j * c.Dim)},
+					DstStride: uint32(auxStride), DstOff: uint32(j * c.Dim)},
 				Buffers: []webgpu.Binding{{Buffer: m.x}, {Buffer: m.aux}},
 				Grid:    func(s *runtime.StepBlock) (uint32, uint32, uint32) { return runtime.CeilDiv(uint32(c.Dim), 64), s.M, 1 },
 			})
@@ -93,7 +103,11 @@ func (m *Model) record(rows, lmRows int) (*runtime.Program, error) {
 				return p.AddMat(name("w13"), ly.w13, m.x, m.h, 2*c.HiddenDim, runtime.MatFusion{Norm: ly.ffnNorm, Eps: eps}, rows, m.dummy)
 			},
 			func() error {
-				return out("w2", ly.w2, m.h, runtime.MatFusion{SwiGLU: true, GeGLU: c.GeluTanh}, ly.postFFN)
+				f := runtime.MatFusion{SwiGLU: true, GeGLU: c.GeluTanh}
+				if j, ok := keepAt[i+1]; ok {
+					f.Keep, f.KeepStride, f.KeepOff = m.aux, auxStride, j*c.Dim
+				}
+				return out("w2", ly.w2, m.h, f, ly.postFFN)
 			},
 		}
 		for _, s := range steps {

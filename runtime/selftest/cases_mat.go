@@ -209,8 +209,8 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols, add bool, n, m int) {
 
 // fusion is one combination of the matmul's override switches.
 type fusion struct {
-	name                                                 string
-	norm, swiglu, geglu, bias, accum, last, silu, gather bool
+	name                                                       string
+	norm, swiglu, geglu, bias, accum, last, silu, gather, keep bool
 }
 
 func (f fusion) overrides() runtime.Overrides {
@@ -218,7 +218,7 @@ func (f fusion) overrides() runtime.Overrides {
 	for _, s := range []struct {
 		on   bool
 		name string
-	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.geglu, "GEGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}, {f.gather, "GATHER"}} {
+	}{{f.norm, "NORM"}, {f.swiglu, "SWIGLU"}, {f.geglu, "GEGLU"}, {f.bias, "HAS_BIAS"}, {f.accum, "ACCUM"}, {f.last, "LAST_ROWS"}, {f.silu, "SILU"}, {f.gather, "GATHER"}, {f.keep, "KEEP"}} {
 		if s.on {
 			o[s.name] = 1
 		}
@@ -235,6 +235,7 @@ var fusions = []fusion{
 	{name: "NORM+GATHER", norm: true, gather: true},                    // a batch's LM head
 	{name: "HAS_BIAS+SILU+ACCUM", bias: true, silu: true, accum: true}, // Medusa's residual block
 	{name: "SWIGLU+GEGLU", swiglu: true, geglu: true},                  // Gemma's MLP output, normed after
+	{name: "SWIGLU+ACCUM+KEEP", swiglu: true, accum: true, keep: true}, // the MLP's output before an EAGLE-3 feature layer
 }
 
 // The (N, K) shapes: awkward ones (K not a multiple of 4, N not of 8), then stories15M's FFN up
@@ -375,12 +376,23 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 		}
 	}
 	y := c.f32(y0)
+	// KEEP: a copy of each stored row in a wider buffer, at column keepOff + col0.
+	keepStride, keepOff := stride+6, 2
+	keep0 := poisonSlice((rows + 1) * keepStride)
+	keep, err := c.d.Sink()
+	if err != nil {
+		panic(err)
+	}
+	if f.keep {
+		keep = c.f32(keep0)
+	}
 	o := f.overrides()
 	o["ROWS"], o["COLS"], o["WG"] = float64(b.rows), float64(b.cols), float64(b.wg)
 	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft), LogitRows: uint32(rows)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
-		Params: runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, Col0: uint32(col0), YStride: uint32(stride)},
+		Params: runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, Col0: uint32(col0), YStride: uint32(stride),
+			KeepStride: uint32(keepStride), KeepOff: uint32(keepOff)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: c.f32(bias)},
-			{Buffer: c.f32(normw)}, {Buffer: y}, {Buffer: c.u32(sel)}},
+			{Buffer: c.f32(normw)}, {Buffer: y}, {Buffer: c.u32(sel)}, {Buffer: keep}},
 		Grid: runtime.Fixed(ceilDiv(n, b.wg*b.cols), ceilDiv(rows, b.rows), 1)})
 
 	xin := x[row0*xw : (row0+rows)*xw]
@@ -424,4 +436,10 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 		copy(want[r*stride+col0:], got[r*n:(r+1)*n])
 	}
 	c.expect("y", c.readF32(y, len(want)), want, tolFor(kernel, wt))
+	if f.keep {
+		for r := 0; r < rows; r++ {
+			copy(keep0[r*keepStride+keepOff+col0:], got[r*n:(r+1)*n])
+		}
+		c.expect("keep", c.readF32(keep, len(keep0)), keep0, tolFor(kernel, wt))
+	}
 }

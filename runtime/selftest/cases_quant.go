@@ -86,6 +86,7 @@ var quantFusions = []fusion{
 	{name: ""}, {name: "NORM", norm: true}, {name: "SWIGLU+ACCUM", swiglu: true, accum: true},
 	{name: "NORM+HAS_BIAS", norm: true, bias: true}, {name: "NORM+GATHER", norm: true, gather: true},
 	{name: "SWIGLU+GEGLU", swiglu: true, geglu: true}, {name: "NORM+LAST_ROWS", norm: true, last: true},
+	{name: "SWIGLU+ACCUM+KEEP", swiglu: true, accum: true, keep: true},
 }
 
 // The matmul_q blocks: one row (decode), a verify block, a prefill block, and a workgroup of
