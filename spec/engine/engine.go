@@ -222,6 +222,10 @@ func Load(dir string, o Options) (*Engine, error) {
 			e.release()
 			return nil, err
 		}
+		if err := e.warmDrafter(); err != nil {
+			e.release()
+			return nil, err
+		}
 		if e.cost, err = e.calibrate(); err != nil {
 			e.release()
 			return nil, err
