@@ -115,3 +115,61 @@ func BenchmarkSpecStepStories15M(b *testing.B) {
 		b.Log(sb.String())
 	}
 }
+
+// BenchmarkKeepFeaturesStories15M: what keeping EAGLE-3's features costs a decode step that
+// does not draft: stories15M plain against the same weights made with the shipped head's aux
+// layers, its sequence keeping its features in a slot each step. The two take turns step by
+// step (so the machine's noise weighs on both alike); it reports each one's median and the
+// ratio.
+func BenchmarkKeepFeaturesStories15M(b *testing.B) {
+	host, err := weights.LoadLlama(storiesDir, nil)
+	if err != nil {
+		b.Fatalf("%v (run ./setup.sh)", err)
+	}
+	w, err := weights.LoadEagle(shippedEagle3, weights.EagleKind3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	aux, err := w.AuxLayers(host.Cfg.NLayers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := testDevice(b)
+	plain, err := New(d, host, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Release()
+	keep, err := New(d, host, Options{AuxLayers: aux, FeatureSlots: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer keep.Release()
+	slot, err := keep.NewSlot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sessions := []*Session{plain.NewSession(), keep.NewSession()}
+	sessions[1].Keep = slot
+	var times [2][]time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, s := range sessions {
+			s.Truncate(0)
+		}
+		outs := [2][]int{{1}, {1}}
+		for n := 0; n < 100; n++ {
+			for j, s := range sessions {
+				t0 := time.Now()
+				if outs[j], err = s.Forward(outs[j][:1], 0, nil, batch.Sampling{}); err != nil {
+					b.Fatal(err)
+				}
+				times[j] = append(times[j], time.Since(t0))
+			}
+		}
+	}
+	p, k := runtime.Median(times[0]), runtime.Median(times[1])
+	b.ReportMetric(float64(p.Microseconds())/1000, "plain-ms/token")
+	b.ReportMetric(float64(k.Microseconds())/1000, "keep-ms/token")
+	b.ReportMetric(k.Seconds()/p.Seconds(), "keep/plain")
+	b.Logf("dispatches per decode step: plain %d, keeping features %d", plain.Dispatches(), keep.Dispatches())
+}
