@@ -87,13 +87,14 @@ fn bits4(v: u32, s: u32, mask: u32) -> vec4u {
   return (vec4u(v) >> (vec4u(0u, 8u, 16u, 24u) + s)) & vec4u(mask);
 }
 
-// scale_min is sub-block j's 6-bit scale and min of a Q4_K/Q5_K block whose 12 scale bytes
-// start at byte o (ggml's get_scale_min_k4).
-fn scale_min(base: u32, o: u32, j: u32) -> vec2f {
-  if (j < 4u) { return vec2f(f32(qbyte(base, o + j) & 63u), f32(qbyte(base, o + j + 4u) & 63u)); }
-  let a = qbyte(base, o + j + 4u);
-  return vec2f(f32((a & 15u) | ((qbyte(base, o + j - 4u) >> 6u) << 4u)),
-               f32((a >> 4u) | ((qbyte(base, o + j) >> 6u) << 4u)));
+// scale_min is sub-block j's 6-bit scale and min of a Q4_K/Q5_K block (ggml's
+// get_scale_min_k4) from its 12 scale bytes, read as the three words s0, s1, s2.
+fn scale_min(s0: u32, s1: u32, s2: u32, j: u32) -> vec2f {
+  let sh = 8u * (j % 4u);
+  if (j < 4u) { return vec2f(f32((s0 >> sh) & 63u), f32((s1 >> sh) & 63u)); }
+  let a = (s2 >> sh) & 0xffu;
+  return vec2f(f32((a & 15u) | ((((s0 >> sh) >> 6u) & 3u) << 4u)),
+               f32((a >> 4u) | ((((s1 >> sh) >> 6u) & 3u) << 4u)));
 }
 
 // QGroup is a group of 32 values as integers q and the affine map of each half (16 values):
@@ -136,17 +137,19 @@ fn qgroup(base: u32, g: u32) -> QGroup {
       o.ab = vec4f(d, d, m, m);
     }
     case 12u, 13u: { // Q4_K, Q5_K: sub-block j of 8, pairs sharing 32 bytes of qs
-      let b = (g / 8u) * qbytes();
+      // Blocks are 144 or 176 bytes (multiples of 16), so every field is at a whole word.
+      let bw = (g / 8u) * (qbytes() / 4u);
       let j = g % 8u;
-      let sm = scale_min(base, b + 4u, j);
-      let d1 = qf16(base, b) * sm.x;
-      let m1 = qf16(base, b + 2u) * sm.y;
-      var qs = b + 16u;
-      if (QTYPE == 13u) { qs = b + 48u; }
-      qs += 32u * (j / 2u);
+      let dm = unpack2x16float(qw(base, bw));
+      let sm = scale_min(qw(base, bw + 1u), qw(base, bw + 2u), qw(base, bw + 3u), j);
+      let d1 = dm.x * sm.x;
+      let m1 = dm.y * sm.y;
+      var qs = bw + 4u;
+      if (QTYPE == 13u) { qs = bw + 12u; }
+      qs += 8u * (j / 2u);
       for (var i = 0u; i < 8u; i++) {
-        var q = bits4(qu32(base, qs + 4u * i), 4u * (j % 2u), 15u);
-        if (QTYPE == 13u) { q |= bits4(qu32(base, b + 16u + 4u * i), j, 1u) << vec4u(4u); }
+        var q = bits4(qw(base, qs + i), 4u * (j % 2u), 15u);
+        if (QTYPE == 13u) { q |= bits4(qw(base, bw + 4u + i), j, 1u) << vec4u(4u); }
         o.q[i] = vec4f(q);
       }
       o.ab = vec4f(d1, d1, -m1, -m1);
