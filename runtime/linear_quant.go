@@ -33,10 +33,23 @@ func checkQuantK(k int, wt wgsl.WeightType) error {
 	return err
 }
 
+// devicePad is the zero bytes the device layout adds after each GGUF block of type wt: 2 for
+// Q6_K, whose 210-byte blocks would put every other block at a 2-byte offset; at 212 every
+// field of every block is at a whole word, so the kernels read words without the odd-offset
+// path (wgsl/quant.wgsl), for 1% more memory.
+func devicePad(wt wgsl.WeightType) int {
+	if wt == wgsl.Q6_K {
+		return 2
+	}
+	return 0
+}
+
 // quantRowWords is the u32 words a row of k values of quantized type wt takes on the device:
-// its bytes, zero-padded to whole vec4s (wgsl/quant.wgsl's qrow_vec4s).
+// its blocks (each padded by devicePad), zero-padded to whole vec4s (wgsl/quant.wgsl's
+// qrow_vec4s).
 func quantRowWords(k int, wt wgsl.WeightType) int {
 	b, _ := quantRowBytes(k, wt)
+	b += k / gguf.TensorType(wt.GGML()).BlockSize() * devicePad(wt)
 	return (b + 15) / 16 * 4
 }
 
@@ -76,14 +89,19 @@ func QuantLayout(raw []byte, rows, k int, wt wgsl.WeightType) ([]byte, error) {
 func quantLayout(raw []byte, rows, k int, wt wgsl.WeightType) []byte {
 	rb, _ := quantRowBytes(k, wt)
 	kw := quantRowWords(k, wt)
+	pad := devicePad(wt)
+	blockBytes := rb / (k / gguf.TensorType(wt.GGML()).BlockSize())
 	words := make([]uint32, rows*kw)
+	dev := make([]byte, 4*kw) // one row as the device holds it
 	for r := range rows {
 		src := raw[r*rb : (r+1)*rb]
+		clear(dev)
+		for o, d := 0, 0; o < rb; o, d = o+blockBytes, d+blockBytes+pad {
+			copy(dev[d:], src[o:o+blockBytes])
+		}
 		row := words[r*kw : (r+1)*kw]
-		for j := 0; 4*j < len(src); j++ {
-			var b [4]byte
-			copy(b[:], src[4*j:])
-			row[j] = binary.LittleEndian.Uint32(b[:])
+		for j := range row {
+			row[j] = binary.LittleEndian.Uint32(dev[4*j:])
 		}
 	}
 	b := blocked(words, rows, kw)

@@ -1,7 +1,7 @@
 // quant.wgsl: ggml's block-quantized weights (QTYPE, from the prelude: Q8_0, Q4_0, Q4_1, Q5_0,
 // Q5_1, Q4_K, Q5_K or Q6_K, numbered as in GGUF), decoded 32 values at a time; weights/quant is
-// the reference. A row of k values is k / qvals() blocks of qbytes() bytes as GGUF stores them,
-// read as u32 words (zero-padded to whole vec4s) in the blocked layout of mat_io.wgsl: word j of
+// the reference. A row of k values is k / qvals() blocks of qbytes() bytes as GGUF stores them
+// (Q6_K's with 2 bytes of padding after each, see runtime.devicePad), read as u32 words (zero-padded to whole vec4s) in the blocked layout of mat_io.wgsl: word j of
 // row n is w[((n / 8) * k4 + j / 4) * 8 + n % 8][j % 4], k4 = qrow_vec4s(k), so the 8 rows of a
 // block are read together. The including kernel declares w: array<vec4<u32>>. Every field of
 // every type starts at an even byte offset, so a u32 at any field spans at most two words.
@@ -22,7 +22,7 @@ fn qbytes() -> u32 {
     case 7u: { return 24u; }
     case 12u: { return 144u; }
     case 13u: { return 176u; }
-    default: { return 210u; }
+    default: { return 212u; } // Q6_K: 210 bytes and 2 of padding (runtime.devicePad)
   }
 }
 
@@ -155,19 +155,18 @@ fn qgroup(base: u32, g: u32) -> QGroup {
       o.ab = vec4f(d1, d1, -m1, -m1);
     }
     default: { // Q6_K: ql[128], qh[64], scales[16], d; quarter qq of half h of the block
-      let b = (g / 8u) * 210u;
+      // Padded to 212 bytes (53 words) on the device, so every field is at a whole word.
+      let bw = (g / 8u) * 53u;
       let h = (g % 8u) / 4u;
       let qq = g % 4u;
-      let d = qf16(base, b + 208u);
-      let ql = b + 64u * h + 32u * (qq % 2u);
-      let qh = b + 128u + 32u * h;
-      let so = b + 192u + 8u * h + 2u * qq;
-      let sc0 = d * f32(bitcast<i32>(qbyte(base, so) << 24u) >> 24u);
-      let sc1 = d * f32(bitcast<i32>(qbyte(base, so + 1u) << 24u) >> 24u);
-      let lw = qwords8(base, ql);
-      let hw = qwords8(base, qh);
+      let d = unpack2x16float(qw(base, bw + 52u)).x;
+      let ql = bw + 16u * h + 8u * (qq % 2u);
+      let qh = bw + 32u + 8u * h;
+      let sw = qw(base, bw + 48u + 2u * h + qq / 2u) >> (16u * (qq % 2u)); // scales[8h + 2qq], [8h + 2qq + 1]
+      let sc0 = d * f32(bitcast<i32>(sw << 24u) >> 24u);
+      let sc1 = d * f32(bitcast<i32>(sw << 16u) >> 24u);
       for (var i = 0u; i < 8u; i++) {
-        o.q[i] = vec4f(bits4(lw[i], 4u * (qq / 2u), 15u) | (bits4(hw[i], 2u * qq, 3u) << vec4u(4u)));
+        o.q[i] = vec4f(bits4(qw(base, ql + i), 4u * (qq / 2u), 15u) | (bits4(qw(base, qh + i), 2u * qq, 3u) << vec4u(4u)));
       }
       o.ab = vec4f(sc0, sc1, -32.0 * sc0, -32.0 * sc1);
     }
