@@ -1,9 +1,10 @@
 // quant.wgsl: ggml's block-quantized weights (QTYPE, from the prelude: Q8_0, Q4_0, Q4_1, Q5_0,
 // Q5_1, Q4_K, Q5_K or Q6_K, numbered as in GGUF), decoded 32 values at a time; weights/quant is
 // the reference. A row of k values is k / qvals() blocks of qbytes() bytes as GGUF stores them
-// (Q6_K's with 2 bytes of padding after each, see runtime.devicePad), read as u32 words (zero-padded to whole vec4s) in the blocked layout of mat_io.wgsl: word j of
-// row n is w[((n / 8) * k4 + j / 4) * 8 + n % 8][j % 4], k4 = qrow_vec4s(k), so the 8 rows of a
-// block are read together. The including kernel declares w: array<vec4<u32>>. Every field of
+// (Q6_K's with 2 bytes of padding after each, see runtime.devicePad), read as u32 words
+// (zero-padded to whole vec4s) in the blocked layout of mat_io.wgsl: word j of row n is
+// w[((n / 8) * k4 + j / 4) * 8 + n % 8][j % 4], k4 = qrow_vec4s(k), so the 8 rows of a block
+// are read together. The including kernel declares w: array<vec4<u32>>. Every field of
 // every type starts at an even byte offset, so a u32 at any field spans at most two words.
 
 // qvals is the values per block.
@@ -79,8 +80,6 @@ fn qwords4(base: u32, o: u32) -> array<u32, 4> {
 
 // qf16 is the f16 at even byte offset o, as f32.
 fn qf16(base: u32, o: u32) -> f32 { return unpack2x16float(qw(base, o >> 2u) >> ((o & 2u) * 8u)).x; }
-
-fn qbyte(base: u32, o: u32) -> u32 { return (qw(base, o >> 2u) >> ((o & 3u) * 8u)) & 0xffu; }
 
 // bits4 is the 4 bytes of v shifted right by s and masked.
 fn bits4(v: u32, s: u32, mask: u32) -> vec4u {

@@ -17,11 +17,10 @@ import (
 // shippedEagle3 is the EAGLE-3 head the repository ships for stories15M (spec/distill/recipe.sh).
 var shippedEagle3 = filepath.Join("..", "..", "spec", "drafters", "stories15M", "eagle3")
 
-// BenchmarkSpecStepStories15M: where one speculative step's device time goes with the shipped
-// EAGLE-3 head at k = 4: the target's verify step of 5 rows (its sampler apart), the head's
-// catch-up over 3 accepted rows (which also drafts depth 1) and one draft depth (the other
-// three are alike), each dispatch timed by timestamp queries, medians of 5 profiles.
-func BenchmarkSpecStepStories15M(b *testing.B) {
+// loadShippedEagle3 reads stories15M and the shipped EAGLE-3 head, and the target layers the
+// head reads.
+func loadShippedEagle3(b *testing.B) (*weights.LlamaWeights, *weights.Eagle, []int) {
+	b.Helper()
 	host, err := weights.LoadLlama(storiesDir, nil)
 	if err != nil {
 		b.Fatalf("%v (run ./setup.sh)", err)
@@ -37,6 +36,15 @@ func BenchmarkSpecStepStories15M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return host, w, aux
+}
+
+// BenchmarkSpecStepStories15M: where one speculative step's device time goes with the shipped
+// EAGLE-3 head at k = 4: the target's verify step of 5 rows (its sampler apart), the head's
+// catch-up over 3 accepted rows (which also drafts depth 1) and one draft depth (the other
+// three are alike), each dispatch timed by timestamp queries, medians of 5 profiles.
+func BenchmarkSpecStepStories15M(b *testing.B) {
+	host, w, aux := loadShippedEagle3(b)
 	m, err := New(testDevice(b), host, Options{AuxLayers: aux, FeatureSlots: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -122,18 +130,7 @@ func BenchmarkSpecStepStories15M(b *testing.B) {
 // step (so the machine's noise weighs on both alike); it reports each one's median and the
 // ratio.
 func BenchmarkKeepFeaturesStories15M(b *testing.B) {
-	host, err := weights.LoadLlama(storiesDir, nil)
-	if err != nil {
-		b.Fatalf("%v (run ./setup.sh)", err)
-	}
-	w, err := weights.LoadEagle(shippedEagle3, weights.EagleKind3)
-	if err != nil {
-		b.Fatal(err)
-	}
-	aux, err := w.AuxLayers(host.Cfg.NLayers)
-	if err != nil {
-		b.Fatal(err)
-	}
+	host, _, aux := loadShippedEagle3(b)
 	d := testDevice(b)
 	plain, err := New(d, host, Options{})
 	if err != nil {
