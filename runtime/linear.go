@@ -113,6 +113,12 @@ func (d *Device) NewLinearSegments(name string, k int, segs []Segment) (*Linear,
 	return l, nil
 }
 
+// LinearBytes is the device bytes of a rows x k matrix of type wt, as UploadLinear and the
+// quantized loaders lay it out (whole blocks of Block rows, quantized rows in whole chunks).
+func LinearBytes(rows, k int, wt wgsl.WeightType) int64 {
+	return int64((rows+Block-1)/Block) * int64(linearBlockBytes(k, wt))
+}
+
 // linearBlockBytes is the bytes of one block of Block rows of K columns.
 func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
 	if wt.Quantized() {

@@ -33,25 +33,33 @@ func checkQuantK(k int, wt wgsl.WeightType) error {
 	return err
 }
 
-// devicePad is the zero bytes the device layout adds after each GGUF block of type wt: 2 for
-// Q6_K, whose 210-byte blocks would put every other block at a 2-byte offset; at 212 every
-// field of every block is at a whole word, so the kernels read words without the odd-offset
-// path (wgsl/quant.wgsl), for 1% more memory.
+// devicePad is the zero bytes the device layout adds after each GGUF block of type wt: 14 for
+// Q6_K, whose 210-byte blocks would put every other block at a 2-byte offset; at 224 bytes
+// every block is whole vec4s, as 256 values of every other type are (wgsl/quant.wgsl's
+// qchunk), so the kernels load a block as vec4s and every field is at a whole word, for 7%
+// more memory on Q6_K tensors.
 func devicePad(wt wgsl.WeightType) int {
 	if wt == wgsl.Q6_K {
-		return 2
+		return 14
 	}
 	return 0
 }
 
 // quantRowWords is the u32 words a row of k values of quantized type wt takes on the device:
-// its blocks (each padded by devicePad), zero-padded to whole vec4s (wgsl/quant.wgsl's
-// qrow_vec4s).
+// its blocks (each padded by devicePad) in chunks of 256 values, the last chunk completed
+// with zero blocks (which decode to 0), so that the kernels read whole chunks of vec4s
+// (wgsl/quant.wgsl's qrow_vec4s).
 func quantRowWords(k int, wt wgsl.WeightType) int {
-	b, _ := quantRowBytes(k, wt)
-	b += k / gguf.TensorType(wt.GGML()).BlockSize() * devicePad(wt)
-	return (b + 15) / 16 * 4
+	t := gguf.TensorType(wt.GGML())
+	bs := t.BlockSize()
+	fileBytes, _ := t.RowBytes(uint64(bs))
+	blockBytes := int(fileBytes) + devicePad(wt)
+	chunks := (k + chunkValues - 1) / chunkValues
+	return chunks * (chunkValues / bs) * blockBytes / 4
 }
+
+// chunkValues is the values of a chunk: what the quantized kernels load at once.
+const chunkValues = 256
 
 // WriteRowsQuant writes rows row0 .. of quantized type wt from raw: whole rows of GGUF blocks,
 // back to back, as a GGUF file holds them. The rows' parts must be of type wt; row0 and the

@@ -17,8 +17,8 @@ func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer, scale floa
 	dim := uint32(table.K)
 	for _, part := range table.parts {
 		kernel, k4, perWG := "embed", uint32((table.K+3)/4), uint32(64)
-		if part.wt.Quantized() { // an invocation per group of 32 values
-			kernel, k4, perWG = "embed_q", uint32(QuantRowVec4s(table.K, part.wt)), 64*32
+		if part.wt.Quantized() { // an invocation per chunk of 256 values
+			kernel, k4, perWG = "embed_q", uint32(QuantRowVec4s(table.K, part.wt)), 64*256
 		}
 		err := p.Add(KernelCall{
 			Kernel: kernel, Weights: part.wt,

@@ -1,5 +1,5 @@
 // embed_q.wgsl: embed.wgsl for a block-quantized table (quant.wgsl): x[m, :] =
-// table[tokens[m], :] * scale, each invocation decoding one group of 32 values of a row. A
+// table[tokens[m], :] * scale, each invocation decoding one chunk of 256 values of a row. A
 // table bigger than one binding is split into parts of whole blocks of 8 rows: this part holds
 // rows [row0, row0 + rows) and fills only the tokens that fall in it.
 //!include common.wgsl
@@ -18,18 +18,23 @@ override WG: u32 = 64;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
-  let g = gid.x;
+  let b = gid.x;
   let m = gid.y;
-  if (g * 32u >= P.dim || m >= S.m) { return; }
+  if (b * 256u >= P.dim || m >= S.m) { return; }
   let t = tokens[m];
   if (t < P.row0 || t - P.row0 >= P.rows) { return; }
-  let v = deq32(qrow(t - P.row0, P.k4), g);
-  for (var i = 0u; i < 8u; i++) {
-    let o = m * P.dim + g * 32u + 4u * i;
-    let s = v[i] * P.scale;
-    x[o] = s.x;
-    x[o + 1u] = s.y;
-    x[o + 2u] = s.z;
-    x[o + 3u] = s.w;
+  let v = deq256(qrow(t - P.row0, P.k4), b);
+  let n = min(P.dim - b * 256u, 256u); // a row is whole groups of 32 values
+  for (var g = 0u; g < 8u; g++) {
+    if (32u * g < n) {
+      for (var i = 0u; i < 8u; i++) {
+        let o = m * P.dim + b * 256u + 32u * g + 4u * i;
+        let s = v[8u * g + i] * P.scale;
+        x[o] = s.x;
+        x[o + 1u] = s.y;
+        x[o + 2u] = s.z;
+        x[o + 3u] = s.w;
+      }
+    }
   }
 }

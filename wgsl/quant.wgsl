@@ -1,11 +1,19 @@
 // quant.wgsl: ggml's block-quantized weights (QTYPE, from the prelude: Q8_0, Q4_0, Q4_1, Q5_0,
 // Q5_1, Q4_K, Q5_K or Q6_K, numbered as in GGUF), decoded 32 values at a time; weights/quant is
 // the reference. A row of k values is k / qvals() blocks of qbytes() bytes as GGUF stores them
-// (Q6_K's with 2 bytes of padding after each, see runtime.devicePad), read as u32 words
-// (zero-padded to whole vec4s) in the blocked layout of mat_io.wgsl: word j of row n is
-// w[((n / 8) * k4 + j / 4) * 8 + n % 8][j % 4], k4 = qrow_vec4s(k), so the 8 rows of a block
-// are read together. The including kernel declares w: array<vec4<u32>>. Every field of
-// every type starts at an even byte offset, so a u32 at any field spans at most two words.
+// (Q6_K's with 14 bytes of padding after each, see runtime.devicePad), completed with zero
+// blocks to whole chunks of 256 values (qchunk() vec4<u32>s each), in the blocked layout of mat_io.wgsl: vec4 v of row n is
+// w[((n / 8) * k4 + v) * 8 + n % 8], k4 = qrow_vec4s(k), so the 8 rows of a block are read
+// together. The including kernel declares w: array<vec4<u32>>.
+//
+// A kernel reads a row a chunk of 256 values at a time (8 blocks of 32 values, or one of 256),
+// loaded once into an array of the invocation's (Chunk), so that each word of the weights is
+// loaded once however many groups share it; qgroup then decodes group g (32 values) of the
+// chunk from that array, with g known when the kernel is compiled (an unrolled loop: an array
+// indexed at run time is slow on every adapter, and its code huge on CPU ones). Loads from
+// storage cost the most on CPU adapters (one per lane and word), arithmetic on the array's
+// words little. Every field starts at an even byte offset, so a u32 at any field spans at
+// most two words.
 
 // qvals is the values per block.
 fn qvals() -> u32 {
@@ -13,7 +21,7 @@ fn qvals() -> u32 {
   return 32u;
 }
 
-// qbytes is the bytes per block.
+// qbytes is the bytes per block on the device.
 fn qbytes() -> u32 {
   switch QTYPE {
     case 8u: { return 34u; }
@@ -23,63 +31,43 @@ fn qbytes() -> u32 {
     case 7u: { return 24u; }
     case 12u: { return 144u; }
     case 13u: { return 176u; }
-    default: { return 212u; } // Q6_K: 210 bytes and 2 of padding (runtime.devicePad)
+    default: { return 224u; } // Q6_K: 210 bytes and 14 of padding (runtime.devicePad)
   }
 }
+
+// qchunk is the vec4s of a chunk of 256 values: a multiple of 16 bytes for every type.
+fn qchunk() -> u32 { return (256u / qvals()) * qbytes() / 16u; }
+
+// Chunk holds MAXQC chunks (one per column) of the largest type (Q8_0: 17 vec4s).
+const QMAX: u32 = 17u;
+const MAXQC: u32 = 2u;
+alias Chunk = array<vec4u, QMAX * MAXQC>;
 
 // qrow_vec4s is the vec4<u32>s a row of k values takes.
-fn qrow_vec4s(k: u32) -> u32 { return ((k / qvals()) * qbytes() + 15u) / 16u; }
+fn qrow_vec4s(k: u32) -> u32 { return ((k + 255u) / 256u) * qchunk(); }
 
-// qrow is the index in w of row n's first word's vec4 (its word j is at + (j / 4) * 8).
+// qrow is the index in w of row n's first vec4 (its vec4 v is at + 8v).
 fn qrow(n: u32, k4: u32) -> u32 { return (n / 8u) * k4 * 8u + n % 8u; }
 
-fn qw(base: u32, j: u32) -> u32 { return w[base + (j >> 2u) * 8u][j & 3u]; }
-
-// qu32 is the u32 at even byte offset o of the row.
-// (o is the same for every column of a group: the branch is uniform.)
-fn qu32(base: u32, o: u32) -> u32 {
-  let j = o >> 2u;
-  if ((o & 2u) == 0u) { return qw(base, j); }
-  return (qw(base, j) >> 16u) | (qw(base, j + 1u) << 16u);
+// qload loads chunk b of the row whose first vec4 is base into ch[at ..].
+fn qload(ch: ptr<function, Chunk>, at: u32, base: u32, b: u32) {
+  for (var v = 0u; v < qchunk(); v++) { (*ch)[at + v] = w[base + 8u * (b * qchunk() + v)]; }
 }
 
-// qwords8 is the 8 u32 at even byte offset o (32 bytes): 8 loads, or 9 when o is 2 past a
-// word (each u32 then spans two words; loading each word once halves the loads).
-fn qwords8(base: u32, o: u32) -> array<u32, 8> {
-  var out: array<u32, 8>;
-  let j0 = o >> 2u;
-  if ((o & 2u) == 0u) {
-    for (var i = 0u; i < 8u; i++) { out[i] = qw(base, j0 + i); }
-    return out;
-  }
-  var prev = qw(base, j0);
-  for (var i = 0u; i < 8u; i++) {
-    let next = qw(base, j0 + i + 1u);
-    out[i] = (prev >> 16u) | (next << 16u);
-    prev = next;
-  }
-  return out;
+// cw is word j of the chunk at ch[at ..].
+fn cw(ch: ptr<function, Chunk>, at: u32, j: u32) -> u32 { return (*ch)[at + j / 4u][j % 4u]; }
+
+// cu32 is the u32 at even byte offset o of the chunk.
+fn cu32(ch: ptr<function, Chunk>, at: u32, o: u32) -> u32 {
+  let j = o / 4u;
+  if ((o & 2u) == 0u) { return cw(ch, at, j); }
+  return (cw(ch, at, j) >> 16u) | (cw(ch, at, j + 1u) << 16u);
 }
 
-// qwords4 is qwords8 for 16 bytes.
-fn qwords4(base: u32, o: u32) -> array<u32, 4> {
-  var out: array<u32, 4>;
-  let j0 = o >> 2u;
-  if ((o & 2u) == 0u) {
-    for (var i = 0u; i < 4u; i++) { out[i] = qw(base, j0 + i); }
-    return out;
-  }
-  var prev = qw(base, j0);
-  for (var i = 0u; i < 4u; i++) {
-    let next = qw(base, j0 + i + 1u);
-    out[i] = (prev >> 16u) | (next << 16u);
-    prev = next;
-  }
-  return out;
+// cf16 is the f16 at even byte offset o of the chunk, as f32.
+fn cf16(ch: ptr<function, Chunk>, at: u32, o: u32) -> f32 {
+  return unpack2x16float(cw(ch, at, o / 4u) >> ((o & 2u) * 8u)).x;
 }
-
-// qf16 is the f16 at even byte offset o, as f32.
-fn qf16(base: u32, o: u32) -> f32 { return unpack2x16float(qw(base, o >> 2u) >> ((o & 2u) * 8u)).x; }
 
 // bits4 is the 4 bytes of v shifted right by s and masked.
 fn bits4(v: u32, s: u32, mask: u32) -> vec4u {
@@ -101,71 +89,65 @@ fn scale_min(s0: u32, s1: u32, s2: u32, j: u32) -> vec2f {
 // the dot product with the integers and applies the map once per half.
 struct QGroup { q: array<vec4f, 8>, ab: vec4f }
 
-// qgroup is values 32g .. 32g + 32 of the row whose first word's vec4 is base.
-fn qgroup(base: u32, g: u32) -> QGroup {
+// qgroup is group g (0..7) of the chunk at ch[at ..]; g and at must be known when the kernel
+// is compiled (see above).
+fn qgroup(ch: ptr<function, Chunk>, at: u32, g: u32) -> QGroup {
   var o: QGroup;
   switch QTYPE {
     case 8u: { // Q8_0: d, 32 int8
       let b = g * 34u;
-      let d = qf16(base, b);
-      let qs = qwords8(base, b + 2u);
+      let d = cf16(ch, at, b);
       for (var i = 0u; i < 8u; i++) {
-        let v = qs[i];
+        let v = cu32(ch, at, b + 2u + 4u * i);
         o.q[i] = vec4f(vec4i(bitcast<i32>(v << 24u), bitcast<i32>(v << 16u), bitcast<i32>(v << 8u), bitcast<i32>(v)) >> vec4u(24u));
       }
       o.ab = vec4f(d, d, 0.0, 0.0);
     }
     case 2u, 3u, 6u, 7u: { // Q4_0, Q4_1, Q5_0, Q5_1: value j in qs[j] low nibbles, 16 + j high
       let b = g * qbytes();
-      let d = qf16(base, b);
+      let d = cf16(ch, at, b);
       var m = 0.0;
       var qh = 0u;
       var qs = b + 2u;
       switch QTYPE {
         case 2u: { m = -8.0 * d; }
-        case 3u: { m = qf16(base, b + 2u); qs = b + 4u; }
-        case 6u: { m = -16.0 * d; qh = qu32(base, b + 2u); qs = b + 6u; }
-        default: { m = qf16(base, b + 2u); qh = qu32(base, b + 4u); qs = b + 8u; }
+        case 3u: { m = cf16(ch, at, b + 2u); qs = b + 4u; }
+        case 6u: { m = -16.0 * d; qh = cu32(ch, at, b + 2u); qs = b + 6u; }
+        default: { m = cf16(ch, at, b + 2u); qh = cu32(ch, at, b + 4u); qs = b + 8u; }
       }
-      let qw4 = qwords4(base, qs);
       for (var i = 0u; i < 4u; i++) {
-        let v = qw4[i];
+        let v = cu32(ch, at, qs + 4u * i);
         o.q[i] = vec4f(bits4(v, 0u, 15u) | (((vec4u(qh) >> (vec4u(0u, 1u, 2u, 3u) + 4u * i)) & vec4u(1u)) << vec4u(4u)));
         o.q[i + 4u] = vec4f(bits4(v, 4u, 15u) | (((vec4u(qh) >> (vec4u(16u, 17u, 18u, 19u) + 4u * i)) & vec4u(1u)) << vec4u(4u)));
       }
       o.ab = vec4f(d, d, m, m);
     }
-    case 12u, 13u: { // Q4_K, Q5_K: sub-block j of 8, pairs sharing 32 bytes of qs
-      // Blocks are 144 or 176 bytes (multiples of 16), so every field is at a whole word.
-      let bw = (g / 8u) * (qbytes() / 4u);
-      let j = g % 8u;
-      let dm = unpack2x16float(qw(base, bw));
-      let sm = scale_min(qw(base, bw + 1u), qw(base, bw + 2u), qw(base, bw + 3u), j);
+    case 12u, 13u: { // Q4_K, Q5_K: d, dmin, scales[12], (Q5_K: qh[32]), qs[128]; sub-block g
+      let dm = unpack2x16float(cw(ch, at, 0u));
+      let sm = scale_min(cw(ch, at, 1u), cw(ch, at, 2u), cw(ch, at, 3u), g);
       let d1 = dm.x * sm.x;
       let m1 = dm.y * sm.y;
-      var qs = bw + 4u;
-      if (QTYPE == 13u) { qs = bw + 12u; }
-      qs += 8u * (j / 2u);
+      var qs = 4u;
+      if (QTYPE == 13u) { qs = 12u; }
+      qs += 8u * (g / 2u); // sub-blocks 2p and 2p + 1 share 32 bytes: low and high nibbles
       for (var i = 0u; i < 8u; i++) {
-        var q = bits4(qw(base, qs + i), 4u * (j % 2u), 15u);
-        if (QTYPE == 13u) { q |= bits4(qw(base, bw + 4u + i), j, 1u) << vec4u(4u); }
+        var q = bits4(cw(ch, at, qs + i), 4u * (g % 2u), 15u);
+        if (QTYPE == 13u) { q |= bits4(cw(ch, at, 4u + i), g, 1u) << vec4u(4u); }
         o.q[i] = vec4f(q);
       }
       o.ab = vec4f(d1, d1, -m1, -m1);
     }
     default: { // Q6_K: ql[128], qh[64], scales[16], d; quarter qq of half h of the block
-      // Padded to 212 bytes (53 words) on the device, so every field is at a whole word.
-      let bw = (g / 8u) * 53u;
-      let h = (g % 8u) / 4u;
+      let h = g / 4u;
       let qq = g % 4u;
-      let d = unpack2x16float(qw(base, bw + 52u)).x;
-      let ql = bw + 16u * h + 8u * (qq % 2u);
-      let qh = bw + 32u + 8u * h;
-      let sw = qw(base, bw + 48u + 2u * h + qq / 2u) >> (16u * (qq % 2u)); // scales[8h + 2qq], [8h + 2qq + 1]
+      let d = unpack2x16float(cw(ch, at, 52u)).x;
+      let ql = 16u * h + 8u * (qq % 2u);
+      let qh = 32u + 8u * h;
+      let sw = cw(ch, at, 48u + 2u * h + qq / 2u) >> (16u * (qq % 2u)); // scales[8h + 2qq], [8h + 2qq + 1]
       let sc0 = d * f32(bitcast<i32>(sw << 24u) >> 24u);
       let sc1 = d * f32(bitcast<i32>(sw << 16u) >> 24u);
       for (var i = 0u; i < 8u; i++) {
-        o.q[i] = vec4f(bits4(qw(base, ql + i), 4u * (qq / 2u), 15u) | (bits4(qw(base, qh + i), 2u * qq, 3u) << vec4u(4u)));
+        o.q[i] = vec4f(bits4(cw(ch, at, ql + i), 4u * (qq / 2u), 15u) | (bits4(cw(ch, at, qh + i), 2u * qq, 3u) << vec4u(4u)));
       }
       o.ab = vec4f(sc0, sc1, -32.0 * sc0, -32.0 * sc1);
     }
@@ -173,12 +155,17 @@ fn qgroup(base: u32, g: u32) -> QGroup {
   return o;
 }
 
-// deq32 is values 32g .. 32g + 32 of the row, decoded.
-fn deq32(base: u32, g: u32) -> array<vec4f, 8> {
-  let qg = qgroup(base, g);
-  var o: array<vec4f, 8>;
-  for (var i = 0u; i < 8u; i++) {
-    if (i < 4u) { o[i] = qg.q[i] * qg.ab.x + qg.ab.z; } else { o[i] = qg.q[i] * qg.ab.y + qg.ab.w; }
+// deq256 is chunk b of the row whose first vec4 is base, decoded: group g's value i is
+// o[8g + i / 4][i % 4].
+fn deq256(base: u32, b: u32) -> array<vec4f, 64> {
+  var ch: Chunk;
+  qload(&ch, 0u, base, b);
+  var o: array<vec4f, 64>;
+  for (var g = 0u; g < 8u; g++) {
+    let qg = qgroup(&ch, 0u, g);
+    for (var i = 0u; i < 8u; i++) {
+      if (i < 4u) { o[8u * g + i] = qg.q[i] * qg.ab.x + qg.ab.z; } else { o[8u * g + i] = qg.q[i] * qg.ab.y + qg.ab.w; }
+    }
   }
   return o;
 }

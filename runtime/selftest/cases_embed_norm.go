@@ -73,7 +73,7 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, scale float32, dim, vo
 	call := func(part *webgpu.Buffer, row0, rows int) runtime.KernelCall {
 		kernel, k4, perWG := "embed", (dim+3)/4, 64
 		if wt.Quantized() {
-			kernel, k4, perWG = "embed_q", runtime.QuantRowVec4s(dim, wt), 64*32
+			kernel, k4, perWG = "embed_q", runtime.QuantRowVec4s(dim, wt), 64*256
 		}
 		return runtime.KernelCall{Kernel: kernel, Weights: wt,
 			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32(k4), Scale: scale},

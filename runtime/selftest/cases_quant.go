@@ -89,33 +89,31 @@ var quantFusions = []fusion{
 	{name: "SWIGLU+ACCUM+KEEP", swiglu: true, accum: true, keep: true},
 }
 
-// The matmul_q blocks: one row (decode), a verify block, a prefill block, and a workgroup of
-// 32 (chunks of 128 values, so a 256-value block spans two). matmul_q_sg runs matmul's blocks
-// (one-subgroup workgroups among them).
+// The quantized kernels' blocks, for both: one row (decode), a verify block, a prefill block,
+// and a workgroup of 32 (matmul_q stages a chunk of 64 vec4s in two passes), in the 2 columns
+// an invocation runtime.AddMat gives a quantized weight (1 for the prefill block).
 var quantBlocks = []struct {
 	b     blockShape
 	ms    []int
 	sgMin uint32
 }{
-	{blockShape{1, 4, 64}, []int{1, 3}, 0},
-	{blockShape{5, 2, 64}, []int{9}, 0},
+	{blockShape{1, 2, 64}, []int{1, 3}, 0},
+	{blockShape{5, 2, 32}, []int{9}, 32},
 	{blockShape{16, 1, 64}, []int{17}, 0},
-	{blockShape{3, 4, 32}, []int{3}, 32},
+	{blockShape{3, 2, 32}, []int{3}, 32},
 }
 
-// matmulQCases: every type x fusion at decode on N = 33, the verify and prefill blocks plain and
-// as a gathered, normed LM head, and the plain product on more shapes, for both quantized
-// kernels. The fusions are the float kernels' code (mat_io.wgsl) and the decoding is the
-// type's, so the quick tier crosses them sparsely (each pipeline costs seconds to compile on a
-// CPU adapter): every type plain at decode, Q8_0 and Q6_K (blocks at 2-byte offsets) on every
-// block, every fusion on Q4_K.
+// matmulQCases: every type plain on every block and shape, and every fusion at decode on
+// N = 33 (on the verify and prefill blocks, the gathered, normed LM head) for Q4_K and Q8_0
+// (the K types' and the 32-value types' decoding, Q8_0's at 2-byte offsets), for both
+// quantized kernels. The fusions are the float kernels' code (mat_io.wgsl) and the decoding is
+// the type's, so they are crossed sparsely: each pipeline costs seconds to compile on a CPU
+// adapter (its 8 groups are written out). The quick tier: every type plain at decode, Q8_0 on
+// every block, every fusion on Q4_K.
 func matmulQCases() []testCase {
 	var out []testCase
 	for _, kernel := range []string{"matmul_q", "matmul_q_sg"} {
 		blocks := quantBlocks
-		if kernel == "matmul_q_sg" {
-			blocks = matBlocks
-		}
 		for _, wt := range wgsl.QuantizedTypes() {
 			ks := quantKs(wt)
 			for _, k := range ks {
@@ -124,13 +122,14 @@ func matmulQCases() []testCase {
 						for bi, qb := range blocks {
 							for _, m := range qb.ms {
 								switch {
-								case f.name != "" && n != 33, // fusions on one shape
+								case f.name != "" && wt != wgsl.Q4_K && wt != wgsl.Q8_0, // fusions on two types
+									f.name != "" && n != 33,                           // fusions on one shape
 									bi > 0 && f.name != "" && f.name != "NORM+GATHER", // other blocks: plain, LM head
 									n == modelHidden && k > 1024:
 									continue
 								}
 								tc := linCase(kernel, wt, f, qb.b, qb.sgMin, m, n, k)
-								quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 || wt == wgsl.Q6_K) ||
+								quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0) ||
 									wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33)
 								if !quick {
 									tc = fullOnly(tc)

@@ -214,8 +214,9 @@ func weightType(s string, cfg *weights.Config, src weights.TensorSource, d *runt
 	return wgsl.F16, nil
 }
 
-// weightBytes is what a model's weights take on the device: matrices in type wt, or as stored
-// when src keeps them quantized (src nil: all in wt), vectors in f32.
+// weightBytes is what a model's weights take on the device: matrices in type wt, or in their
+// quantized type when src keeps them quantized (src nil: all in wt; rows padded as the device
+// lays them out), vectors in f32.
 func weightBytes(c *weights.Config, src weights.TensorSource, wt wgsl.WeightType) int64 {
 	elem := int64(4)
 	if wt == wgsl.F16 {
@@ -231,7 +232,11 @@ func weightBytes(c *weights.Config, src weights.TensorSource, wt wgsl.WeightType
 		b := elem * int64(sp.Shape[0]) * int64(sp.Shape[1])
 		if qs != nil {
 			if st, err := qs.StoredType(sp.Name); err == nil && quant.IsQuantized(st) {
-				_, _, b, _ = qs.Shape(sp.Name)
+				rows, k, fileBytes, _ := qs.Shape(sp.Name)
+				b = fileBytes
+				if qt, ok := runtime.QuantType(st); ok { // as the device lays it out
+					b = runtime.LinearBytes(rows, k, qt)
+				}
 			}
 		}
 		n += b
