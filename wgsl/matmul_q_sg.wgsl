@@ -17,13 +17,13 @@ const MAXC: u32 = 2u;  // COLS <= MAXC (= MAXQC)
 struct Acc { acc: array<array<f32, MAXC>, MAXR>, ss: array<f32, MAXR> }
 
 // group adds group gi of the chunk in ch (global group g) to a.
-fn group(a: ptr<function, Acc>, ch: ptr<function, Chunk>, g: u32, gi: u32, rr: vec2u, rb: u32, lane: u32) {
+fn group(a: ptr<function, Acc>, ch: ptr<function, Chunk>, g: u32, gi: u32, rr: vec2u, rb: u32, nr: u32, lane: u32) {
   var qg: array<QGroup, MAXC>;
   for (var c = 0u; c < COLS; c++) { qg[c] = qgroup(ch, c * QMAX, gi); }
   let q = g * 8u + lane % 8u; // this lane's vec4 of the group's input
   let nw = normw4(q);
-  for (var r = 0u; r < ROWS; r++) {
-    let v = xraw4(xrow(rr, min(rb + r, rr.y - 1u)), q);
+  for (var r = 0u; r < nr; r++) {
+    let v = xraw4(xrow(rr, rb + r), q);
     if (lane < 8u) { (*a).ss[r] += dot(v, v); }
     let xl = v * nw;
     var x: array<vec4f, 8>;
@@ -58,19 +58,22 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   }
   var a: Acc;
   var ch: Chunk;
+  // The block's rows that exist: with one row, a constant, so that the rows' loop in group
+  // unrolls; with more, a loop (unrolled, its code would grow with ROWS).
+  let nr = select(min(ROWS, rr.y - rb), 1u, ROWS == 1u);
   for (var b = 0u; b < (P.k + 255u) / 256u; b++) { // chunks (past k: zero weights, zero input)
     for (var c = 0u; c < COLS; c++) { qload(&ch, c * QMAX, base[c], b); }
     // The 8 groups written out, so that every index into ch is a constant (a compiler may
     // leave a loop rolled, and a rolled loop would index ch at run time).
     let g = b * 8u;
-    group(&a, &ch, g, 0u, rr, rb, lane);
-    group(&a, &ch, g + 1u, 1u, rr, rb, lane);
-    group(&a, &ch, g + 2u, 2u, rr, rb, lane);
-    group(&a, &ch, g + 3u, 3u, rr, rb, lane);
-    group(&a, &ch, g + 4u, 4u, rr, rb, lane);
-    group(&a, &ch, g + 5u, 5u, rr, rb, lane);
-    group(&a, &ch, g + 6u, 6u, rr, rb, lane);
-    group(&a, &ch, g + 7u, 7u, rr, rb, lane);
+    group(&a, &ch, g, 0u, rr, rb, nr, lane);
+    group(&a, &ch, g + 1u, 1u, rr, rb, nr, lane);
+    group(&a, &ch, g + 2u, 2u, rr, rb, nr, lane);
+    group(&a, &ch, g + 3u, 3u, rr, rb, nr, lane);
+    group(&a, &ch, g + 4u, 4u, rr, rb, nr, lane);
+    group(&a, &ch, g + 5u, 5u, rr, rb, nr, lane);
+    group(&a, &ch, g + 6u, 6u, rr, rb, nr, lane);
+    group(&a, &ch, g + 7u, 7u, rr, rb, nr, lane);
   }
   for (var r = 0u; r < ROWS; r++) {
     let tot = subgroupAdd(a.ss[r]);
