@@ -223,9 +223,10 @@ func (d *Device) Pipeline(kernel string, wt wgsl.WeightType, o Overrides) (*webg
 // Storage flags for buffers kernels read and write and the host fills or copies out.
 const storageUsage = webgpu.UsageStorage | webgpu.UsageCopyDst | webgpu.UsageCopySrc
 
-// NewStorage makes a storage buffer of n bytes.
+// NewStorage makes a storage buffer of n bytes, rounded up to whole vec4s so that kernels may
+// read any buffer as array<vec4<f32>> (mat_io.wgsl's input) however many floats it holds.
 func (d *Device) NewStorage(label string, n uint64) (*webgpu.Buffer, error) {
-	return d.CreateBuffer(label, n, storageUsage)
+	return d.CreateBuffer(label, (n+15)&^15, storageUsage)
 }
 
 // Sink is a small writable storage buffer that stands in for a writable binding a dispatch

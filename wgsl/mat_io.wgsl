@@ -26,10 +26,10 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
-@group(0) @binding(2) var<storage, read> x: array<f32>;            // [rows, k] or [rows, 2k] with SWIGLU
+@group(0) @binding(2) var<storage, read> x: array<vec4f>;          // [rows, k] or [rows, 2k] with SWIGLU, as vec4s
 @group(0) @binding(3) var<storage, read> w: array<wvec>;           // [ceil(n / 8), k4, 8] (see above)
 @group(0) @binding(4) var<storage, read> bias: array<f32>;         // [col0 + n]
-@group(0) @binding(5) var<storage, read> normw: array<f32>;        // [k]
+@group(0) @binding(5) var<storage, read> normw: array<vec4f>;      // [k], as vec4s
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;      // [rows, y_stride]
 @group(0) @binding(7) var<storage, read> rowsel: array<u32>;       // [logit_rows] with GATHER
 @group(0) @binding(8) var<storage, read_write> keep: array<f32>;   // [rows, keep_stride] with KEEP
@@ -62,33 +62,46 @@ fn xrow(rr: vec2u, i: u32) -> u32 {
   return rr.x + i;
 }
 
+// xat is x's float i (a buffer is whole vec4s: runtime.Device.NewStorage).
+fn xat(i: u32) -> f32 { return x[i / 4u][i % 4u]; }
+
 // xraw is the (SWIGLU-fused) input x[row, k] before the norm; 0 past k.
 fn xraw(row: u32, k: u32) -> f32 {
   if (k >= P.k) { return 0.0; }
   if (SWIGLU) {
     let b = row * 2u * P.k + k;
-    if (GEGLU) { return gelu_tanh(x[b]) * x[b + P.k]; }
-    return silu(x[b]) * x[b + P.k];
+    if (GEGLU) { return gelu_tanh(xat(b)) * xat(b + P.k); }
+    return silu(xat(b)) * xat(b + P.k);
   }
-  return x[row * P.k + k];
+  return xat(row * P.k + k);
 }
 
-// xraw4 is xraw at k = 4q .. 4q + 4.
+// xraw4 is xraw at k = 4q .. 4q + 4: whole vec4 loads when k is a multiple of 4 (a load is
+// the costly part on CPU adapters, and a vec4 costs about what a float does).
 fn xraw4(row: u32, q: u32) -> vec4f {
   let k = 4u * q;
-  return vec4f(xraw(row, k), xraw(row, k + 1u), xraw(row, k + 2u), xraw(row, k + 3u));
+  if (P.k % 4u != 0u) {
+    return vec4f(xraw(row, k), xraw(row, k + 1u), xraw(row, k + 2u), xraw(row, k + 3u));
+  }
+  if (k >= P.k) { return vec4f(0.0); }
+  let k4 = P.k / 4u;
+  if (SWIGLU) {
+    let g = x[row * 2u * k4 + q];
+    let u = x[row * 2u * k4 + k4 + q];
+    if (GEGLU) { return vec4f(gelu_tanh(g.x), gelu_tanh(g.y), gelu_tanh(g.z), gelu_tanh(g.w)) * u; }
+    return g / (1.0 + exp(-g)) * u; // silu
+  }
+  return x[row * k4 + q];
 }
 
 // normw4 is the norm weight at k = 4q .. 4q + 4 (1 without NORM, 0 past k).
 fn normw4(q: u32) -> vec4f {
   if (!NORM) { return vec4f(1.0); }
   let k = 4u * q;
-  var v = vec4f(0.0);
-  if (k < P.k) { v.x = normw[k]; }
-  if (k + 1u < P.k) { v.y = normw[k + 1u]; }
-  if (k + 2u < P.k) { v.z = normw[k + 2u]; }
-  if (k + 3u < P.k) { v.w = normw[k + 3u]; }
-  return v;
+  if (k >= P.k) { return vec4f(0.0); }
+  let v = normw[q];
+  if (k + 4u <= P.k) { return v; }
+  return select(vec4f(0.0), v, vec4u(k) + vec4u(0u, 1u, 2u, 3u) < vec4u(P.k));
 }
 
 // wrow is the index of column n's vec4 q in w.
