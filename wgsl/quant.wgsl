@@ -131,9 +131,12 @@ fn qgroup(ch: ptr<function, Chunk>, at: u32, g: u32) -> QGroup {
       if (QTYPE == 13u) { qs = 12u; }
       qs += 8u * (g / 2u); // sub-blocks 2p and 2p + 1 share 32 bytes: low and high nibbles
       for (var i = 0u; i < 8u; i++) {
-        var q = bits4(cw(ch, at, qs + i), 4u * (g % 2u), 15u);
-        if (QTYPE == 13u) { q |= bits4(cw(ch, at, 4u + i), g, 1u) << vec4u(4u); }
-        o.q[i] = vec4f(q);
+        if (QTYPE == 13u) { // the 5-bit values of 4 bytes put together in one word first
+          let v = ((cw(ch, at, qs + i) >> (4u * (g % 2u))) & 0x0f0f0f0fu) | (((cw(ch, at, 4u + i) >> g) & 0x01010101u) << 4u);
+          o.q[i] = vec4f(bits4(v, 0u, 255u));
+        } else {
+          o.q[i] = vec4f(bits4(cw(ch, at, qs + i), 4u * (g % 2u), 15u));
+        }
       }
       o.ab = vec4f(d1, d1, -m1, -m1);
     }
@@ -146,8 +149,9 @@ fn qgroup(ch: ptr<function, Chunk>, at: u32, g: u32) -> QGroup {
       let sw = cw(ch, at, 48u + 2u * h + qq / 2u) >> (16u * (qq % 2u)); // scales[8h + 2qq], [8h + 2qq + 1]
       let sc0 = d * f32(bitcast<i32>(sw << 24u) >> 24u);
       let sc1 = d * f32(bitcast<i32>(sw << 16u) >> 24u);
-      for (var i = 0u; i < 8u; i++) {
-        o.q[i] = vec4f(bits4(cw(ch, at, ql + i), 4u * (qq / 2u), 15u) | (bits4(cw(ch, at, qh + i), 2u * qq, 3u) << vec4u(4u)));
+      for (var i = 0u; i < 8u; i++) { // the 6-bit values of 4 bytes put together in one word first
+        let v = ((cw(ch, at, ql + i) >> (4u * (qq / 2u))) & 0x0f0f0f0fu) | (((cw(ch, at, qh + i) >> (2u * qq)) & 0x03030303u) << 4u);
+        o.q[i] = vec4f(bits4(v, 0u, 255u));
       }
       o.ab = vec4f(sc0, sc1, -32.0 * sc0, -32.0 * sc1);
     }
