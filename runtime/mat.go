@@ -46,15 +46,17 @@ func (d *Device) UseQuantSubgroups() bool {
 }
 
 // matShape is the workgroup size and the columns per invocation for a matrix of n rows of
-// type wt: 4 columns per invocation (each input value fetched once serves 4 weights), 2 for a
-// quantized type (each column holds a chunk of 9-17 vec4s of weights in registers, and 4
-// compile twice as long for 8% faster decoding on lavapipe), in workgroups as large as keep
-// at least 8 of them (two CPU threads stay busy and balanced; a GPU gets one per few cores)
-// without computing more than an eighth of padding columns. Workgroups are at least the
-// subgroup size (and 64 without subgroups).
-func (d *Device) matShape(n int, wt wgsl.WeightType) (wg, cols int) {
+// type wt in blocks of rows rows: 4 columns per invocation (each input value fetched once
+// serves 4 weights); for a quantized type 2, or 4 in matmul_q_sg's decode pipelines (each
+// column holds a chunk of 9-17 vec4s of weights in registers; 4 columns decode the 4096²
+// mat-vec about 9% faster on lavapipe and take twice as long to compile, so only the decode
+// step, the one that runs most, has them). Workgroups are as large as keep at least 8 of them
+// (two CPU threads stay busy and balanced; a GPU gets one per few cores) without computing
+// more than an eighth of padding columns, and at least the subgroup size (and 64 without
+// subgroups).
+func (d *Device) matShape(n, rows int, wt wgsl.WeightType) (wg, cols int) {
 	cols = 4
-	if wt.Quantized() {
+	if wt.Quantized() && (rows > 1 || !d.UseQuantSubgroups()) {
 		cols = 2
 	}
 	minWG := matWG
@@ -102,7 +104,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	for _, part := range w.parts {
 		n := uint32(part.rows)
 		kernel := "matmul_wg"
-		wg, cols := p.d.matShape(part.rows, part.wt)
+		wg, cols := p.d.matShape(part.rows, rows, part.wt)
 		switch {
 		case part.wt.Quantized() && p.d.UseQuantSubgroups():
 			kernel = "matmul_q_sg"

@@ -13,7 +13,7 @@
 //!include quant.wgsl
 
 const MAXR: u32 = 16u; // ROWS <= MAXR
-const MAXC: u32 = 2u;  // COLS <= MAXC (= MAXQC)
+const MAXC: u32 = 2u;  // COLS <= MAXC (runtime.AddMat gives this kernel 2)
 var<workgroup> xs: array<vec4f, ROWS * 64u>;  // [ROWS, 64]: the chunk of each row
 var<workgroup> ssw: array<f32, ROWS * WG>;    // [ROWS, WG]: partial sums of squares
 

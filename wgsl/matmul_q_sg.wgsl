@@ -10,7 +10,7 @@
 //!include quant.wgsl
 
 const MAXR: u32 = 16u; // ROWS <= MAXR
-const MAXC: u32 = 2u;  // COLS <= MAXC (= MAXQC)
+const MAXC: u32 = 4u;  // COLS <= MAXC (= MAXQC; runtime.AddMat gives 4 for one row, 2 for more)
 
 // Acc is an invocation's running sums: acc[r][c] the dot products, ss[r] the rows' sums of
 // squares (this lane's part).

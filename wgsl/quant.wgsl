@@ -38,9 +38,10 @@ fn qbytes() -> u32 {
 // qchunk is the vec4s of a chunk of 256 values: a multiple of 16 bytes for every type.
 fn qchunk() -> u32 { return (256u / qvals()) * qbytes() / 16u; }
 
-// Chunk holds MAXQC chunks (one per column) of the largest type (Q8_0: 17 vec4s).
+// Chunk holds MAXQC chunks (one per column; matmul_q uses the first 2) of the largest type
+// (Q8_0: 17 vec4s).
 const QMAX: u32 = 17u;
-const MAXQC: u32 = 2u;
+const MAXQC: u32 = 4u;
 alias Chunk = array<vec4u, QMAX * MAXQC>;
 
 // qrow_vec4s is the vec4<u32>s a row of k values takes.

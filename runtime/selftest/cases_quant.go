@@ -90,8 +90,9 @@ var quantFusions = []fusion{
 }
 
 // The quantized kernels' blocks, for both: one row (decode), a verify block, a prefill block,
-// and a workgroup of 32 (matmul_q stages a chunk of 64 vec4s in two passes), in the 2 columns
-// an invocation runtime.AddMat gives a quantized weight (1 for the prefill block).
+// and a workgroup of 32 (matmul_q stages a chunk of 64 vec4s in two passes), in the columns
+// an invocation runtime.AddMat gives a quantized weight: 2 (1 for the prefill block), and 4
+// for matmul_q_sg's decode block (see sgDecodeCols).
 var quantBlocks = []struct {
 	b     blockShape
 	ms    []int
@@ -103,6 +104,9 @@ var quantBlocks = []struct {
 	{blockShape{3, 2, 32}, []int{3}, 32},
 }
 
+// sgDecodeCols is the columns per invocation runtime.AddMat gives matmul_q_sg for one row.
+const sgDecodeCols = 4
+
 // matmulQCases: every type plain on every block and shape, and every fusion at decode on
 // N = 33 (on the verify and prefill blocks, the gathered, normed LM head) for Q4_K and Q8_0
 // (the K types' and the 32-value types' decoding, Q8_0's at 2-byte offsets), for both
@@ -113,7 +117,10 @@ var quantBlocks = []struct {
 func matmulQCases() []testCase {
 	var out []testCase
 	for _, kernel := range []string{"matmul_q", "matmul_q_sg"} {
-		blocks := quantBlocks
+		blocks := append(quantBlocks[:0:0], quantBlocks...)
+		if kernel == "matmul_q_sg" {
+			blocks[0].b.cols = sgDecodeCols
+		}
 		for _, wt := range wgsl.QuantizedTypes() {
 			ks := quantKs(wt)
 			for _, k := range ks {
