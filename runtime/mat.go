@@ -117,6 +117,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		for k, v := range o {
 			po[k] = v
 		}
+		po["ROWS"] = float64(MatRowsOverride(kernel, rows))
 		lastRows, gather, perWG, r := f.LastRows, f.Gather != nil, uint32(wg*cols), uint32(rows)
 		grid := func(s *StepBlock) (uint32, uint32, uint32) {
 			m := s.M
@@ -131,7 +132,7 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		err := p.Add(KernelCall{
 			Kernel: kernel, Label: name[strings.LastIndex(name, ".")+1:], Weights: part.wt, Overrides: po,
 			Params: MatParams{N: n, K: uint32(w.K), Eps: f.Eps, Col0: uint32(part.row0), YStride: uint32(yStride),
-				KeepStride: uint32(f.KeepStride), KeepOff: uint32(f.KeepOff)},
+				KeepStride: uint32(f.KeepStride), KeepOff: uint32(f.KeepOff), BlockRows: uint32(rows)},
 			Buffers: []webgpu.Binding{{Buffer: x}, {Buffer: part.buf}, {Buffer: bias}, {Buffer: norm}, {Buffer: y}, {Buffer: sel}, {Buffer: keep}},
 			Grid:    grid,
 		})
@@ -140,6 +141,18 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 		}
 	}
 	return nil
+}
+
+// MatRowsOverride is the ROWS override of a matmul kernel for blocks of rows rows: rows, but
+// matmul_q_sg has one pipeline per fusion for every height above one (MaxBlockRows; the
+// height travels in MatParams.BlockRows). Its rows are a loop either way, and each of its
+// pipelines takes seconds to compile on a CPU adapter, where the 7 heights of decode, verify
+// and prefill steps cost an engine a minute at first use.
+func MatRowsOverride(kernel string, rows int) int {
+	if kernel == "matmul_q_sg" && rows > 1 {
+		return MaxBlockRows
+	}
+	return rows
 }
 
 func orDummy(b, dummy *webgpu.Buffer) *webgpu.Buffer {

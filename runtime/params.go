@@ -89,7 +89,10 @@ type MatParams struct {
 	YStride uint32
 	// KeepStride and KeepOff place the KEEP copy: keep[r, KeepOff + col].
 	KeepStride, KeepOff uint32
-	C                   uint32
+	// BlockRows is the height of a block of rows (grid.y walks the blocks): the ROWS override,
+	// except in matmul_q_sg, whose pipelines for more than one row serve every height up to
+	// MaxBlockRows (MatRowsOverride).
+	BlockRows uint32
 }
 
 // RopeParams mirrors rope_kv.wgsl's Params.

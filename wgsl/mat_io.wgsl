@@ -22,7 +22,7 @@
 //!include common.wgsl
 struct Params {
   n: u32, k: u32, eps: f32, col0: u32, y_stride: u32,
-  keep_stride: u32, keep_off: u32, _c: u32,
+  keep_stride: u32, keep_off: u32, block_rows: u32,
 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
@@ -42,7 +42,7 @@ override ACCUM: bool = false;
 override LAST_ROWS: bool = false;
 override GATHER: bool = false;
 override KEEP: bool = false;
-override ROWS: u32 = 1;  // rows per invocation (register block)
+override ROWS: u32 = 1;  // rows per invocation (register block; matmul_q_sg: at most, see block_rows)
 override COLS: u32 = 1;  // columns per invocation (register block)
 override WG: u32 = 64;   // invocations per workgroup (a multiple of the subgroup size)
 

@@ -3,7 +3,7 @@
 // weights a chunk of 256 values at a time (quant.wgsl's qload: each word once) and decodes
 // the chunk's 8 groups of 32 from those registers (qgroup); a group's input is 8 vec4s, one
 // loaded by each of lanes 0..7 (lanes past 8 load a copy) and passed to every lane through
-// subgroupShuffle. Each group decoded serves the block's ROWS rows: a (q . x) + b sum(x) per
+// subgroupShuffle. Each group decoded serves the block's rows: a (q . x) + b sum(x) per
 // half-group.
 //!enable subgroups
 //!include mat_io.wgsl
@@ -47,7 +47,8 @@ fn group(a: ptr<function, Acc>, ch: ptr<function, Chunk>, g: u32, gi: u32, rr: v
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32) {
   let rr = step_rows();
-  let rb = wg.y * ROWS;
+  let bh = select(P.block_rows, 1u, ROWS == 1u); // the block's height (at most ROWS)
+  let rb = wg.y * bh;
   if (rb >= rr.y) { return; }
   let kw4 = qrow_vec4s(P.k);
   var col: array<u32, MAXC>;
@@ -59,8 +60,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   var a: Acc;
   var ch: Chunk;
   // The block's rows that exist: with one row, a constant, so that the rows' loop in group
-  // unrolls; with more, a loop (unrolled, its code would grow with ROWS).
-  let nr = select(min(ROWS, rr.y - rb), 1u, ROWS == 1u);
+  // unrolls; with more, a loop (unrolled, its code would grow with the height), so that one
+  // pipeline serves every height (runtime.MatRowsOverride).
+  let nr = select(min(bh, rr.y - rb), 1u, ROWS == 1u);
   for (var b = 0u; b < (P.k + 255u) / 256u; b++) { // chunks (past k: zero weights, zero input)
     for (var c = 0u; c < COLS; c++) { qload(&ch, c * QMAX, base[c], b); }
     // The 8 groups written out, so that every index into ch is a constant (a compiler may
@@ -75,9 +77,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     group(&a, &ch, g + 6u, 6u, rr, rb, nr, lane);
     group(&a, &ch, g + 7u, 7u, rr, rb, nr, lane);
   }
-  for (var r = 0u; r < ROWS; r++) {
+  for (var r = 0u; r < nr; r++) {
     let tot = subgroupAdd(a.ss[r]);
-    if (rb + r >= rr.y) { break; }
     for (var c = 0u; c < COLS; c++) {
       if (col[c] < P.n) { store(rb + r, col[c], a.acc[r][c], tot); }
     }

@@ -240,10 +240,10 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 		keep = c.f32(keep0)
 	}
 	o := f.overrides()
-	o["ROWS"], o["COLS"], o["WG"] = float64(b.rows), float64(b.cols), float64(b.wg)
+	o["ROWS"], o["COLS"], o["WG"] = float64(runtime.MatRowsOverride(kernel, b.rows)), float64(b.cols), float64(b.wg)
 	c.dispatch(runtime.StepBlock{M: uint32(m), NDraft: uint32(nDraft), LogitRows: uint32(rows)}, runtime.KernelCall{Kernel: kernel, Weights: wt, Overrides: o,
 		Params: runtime.MatParams{N: uint32(n), K: uint32(k), Eps: eps, Col0: uint32(col0), YStride: uint32(stride),
-			KeepStride: uint32(keepStride), KeepOff: uint32(keepOff)},
+			KeepStride: uint32(keepStride), KeepOff: uint32(keepOff), BlockRows: uint32(b.rows)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: c.f32(bias)},
 			{Buffer: c.f32(normw)}, {Buffer: y}, {Buffer: c.u32(sel)}, {Buffer: keep}},
 		Grid: runtime.Fixed(ceilDiv(n, b.wg*b.cols), ceilDiv(rows, b.rows), 1)})
