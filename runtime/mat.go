@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/wspec/wspec/runtime/webgpu"
-	"github.com/wspec/wspec/wgsl"
 )
 
 // MatFusion selects the fusions of a matmul dispatch (wgsl/mat_io.wgsl).
@@ -45,34 +44,38 @@ func (d *Device) UseQuantSubgroups() bool {
 	return d.UseSubgroups() && d.Adapter.Info.SubgroupMin >= 8
 }
 
-// matShape is the workgroup size and the columns per invocation for a matrix of n rows of
-// type wt in blocks of rows rows: 4 columns per invocation (each input value fetched once
-// serves 4 weights); for a quantized type 2, or 4 in matmul_q_sg's decode pipelines (each
-// column holds a chunk of 9-17 vec4s of weights in registers; 4 columns decode the 4096²
-// mat-vec about 9% faster on lavapipe and take twice as long to compile, so only the decode
-// step, the one that runs most, has them). Workgroups are as large as keep at least 8 of them
-// (two CPU threads stay busy and balanced; a GPU gets one per few cores) without computing
-// more than an eighth of padding columns, and at least the subgroup size (and 64 without
-// subgroups).
-func (d *Device) matShape(n, rows int, wt wgsl.WeightType) (wg, cols int) {
-	cols = 4
-	if wt.Quantized() && (rows > 1 || !d.UseQuantSubgroups()) {
-		cols = 2
+// MatCols is the columns per invocation matmul kernel gives a block of rows rows: 4 (each
+// input value fetched once serves 4 weights); the quantized kernels hold a chunk of 9-17
+// vec4s of weights per column in registers, and take 2, but matmul_q_sg takes 4 for one row
+// (the 4096² mat-vec decodes about 9% faster on lavapipe, and such a pipeline takes twice as
+// long to compile, so only the decode step, the one that runs most, has them).
+func MatCols(kernel string, rows int) int {
+	switch {
+	case kernel == "matmul_q_sg" && rows == 1:
+		return 4
+	case kernel == "matmul_q" || kernel == "matmul_q_sg":
+		return 2
 	}
+	return 4
+}
+
+// matWorkgroup is the workgroup size for a matrix of n rows at cols columns per invocation:
+// as large as keeps at least 8 workgroups (two CPU threads stay busy and balanced; a GPU gets
+// one per few cores) without computing more than an eighth of padding columns, and at least
+// the subgroup size (and 64 without subgroups).
+func (d *Device) matWorkgroup(n, cols int) int {
 	minWG := matWG
 	if d.UseSubgroups() {
 		minWG = int(max(d.Adapter.Info.SubgroupMax, 8))
 	}
-	wg = minWG
 	for w := matWG; w > minWG; w /= 2 {
 		per := w * cols
 		groups := (n + per - 1) / per
 		if groups >= 8 && groups*per-n <= n/8 {
-			wg = w
-			break
+			return w
 		}
 	}
-	return wg, cols
+	return minWG
 }
 
 // AddMat records y = W xin (with fusions) for the step's rows into program p: one dispatch per
@@ -104,14 +107,18 @@ func (p *Program) AddMat(name string, w *Linear, x, y *webgpu.Buffer, yStride in
 	for _, part := range w.parts {
 		n := uint32(part.rows)
 		kernel := "matmul_wg"
-		wg, cols := p.d.matShape(part.rows, rows, part.wt)
 		switch {
 		case part.wt.Quantized() && p.d.UseQuantSubgroups():
 			kernel = "matmul_q_sg"
 		case part.wt.Quantized():
-			kernel, wg = "matmul_q", matWG // its workgroup stages each chunk of 64 vec4s
+			kernel = "matmul_q"
 		case p.d.UseSubgroups():
 			kernel = "matmul"
+		}
+		cols := MatCols(kernel, rows)
+		wg := p.d.matWorkgroup(part.rows, cols)
+		if kernel == "matmul_q" {
+			wg = matWG // its workgroup stages each chunk of 64 vec4s
 		}
 		po := Overrides{"COLS": float64(cols), "WG": float64(wg)}
 		for k, v := range o {

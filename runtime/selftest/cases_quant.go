@@ -91,8 +91,8 @@ var quantFusions = []fusion{
 
 // The quantized kernels' blocks, for both: one row (decode), a verify block, a prefill block,
 // and a workgroup of 32 (matmul_q stages a chunk of 64 vec4s in two passes), in the columns
-// an invocation runtime.AddMat gives a quantized weight: 2 (1 for the prefill block), and 4
-// for matmul_q_sg's decode block (see sgDecodeCols).
+// an invocation runtime.AddMat gives a quantized weight: 2 (1 for the prefill block), and
+// runtime.MatCols's for matmul_q_sg's decode block.
 var quantBlocks = []struct {
 	b     blockShape
 	ms    []int
@@ -103,9 +103,6 @@ var quantBlocks = []struct {
 	{blockShape{16, 1, 64}, []int{17}, 0},
 	{blockShape{3, 2, 32}, []int{3}, 32},
 }
-
-// sgDecodeCols is the columns per invocation runtime.AddMat gives matmul_q_sg for one row.
-const sgDecodeCols = 4
 
 // matmulQCases: every type plain on every block and shape, and every fusion at decode on
 // N = 33 (on the verify and prefill blocks, the gathered, normed LM head) for Q4_K and Q8_0
@@ -119,7 +116,7 @@ func matmulQCases() []testCase {
 	for _, kernel := range []string{"matmul_q", "matmul_q_sg"} {
 		blocks := append(quantBlocks[:0:0], quantBlocks...)
 		if kernel == "matmul_q_sg" {
-			blocks[0].b.cols = sgDecodeCols
+			blocks[0].b.cols = runtime.MatCols(kernel, 1)
 		}
 		for _, wt := range wgsl.QuantizedTypes() {
 			ks := quantKs(wt)
