@@ -18,29 +18,49 @@ struct Acc { acc: array<array<f32, MAXC>, MAXR>, ss: array<f32, MAXR> }
 
 // group adds group gi of the chunk in ch (global group g) to a.
 fn group(a: ptr<function, Acc>, ch: ptr<function, Chunk>, g: u32, gi: u32, rr: vec2u, rb: u32, nr: u32, lane: u32) {
-  var qg: array<QGroup, MAXC>;
-  for (var c = 0u; c < COLS; c++) { qg[c] = qgroup(ch, c * QMAX, gi); }
   let q = g * 8u + lane % 8u; // this lane's vec4 of the group's input
   let nw = normw4(q);
-  for (var r = 0u; r < nr; r++) {
-    let v = xraw4(xrow(rr, rb + r), q);
-    if (lane < 8u) { (*a).ss[r] += dot(v, v); }
-    let xl = v * nw;
-    var x: array<vec4f, 8>;
-    for (var i = 0u; i < 8u; i++) { x[i] = subgroupShuffle(xl, i); }
-    let lo = x[0] + x[1] + x[2] + x[3];
-    let hi = x[4] + x[5] + x[6] + x[7];
-    let xsum = vec2f(dot(lo, vec4f(1.0)), dot(hi, vec4f(1.0)));
-    for (var c = 0u; c < COLS; c++) {
-      var s0 = 0.0;
-      var s1 = 0.0;
-      for (var i = 0u; i < 4u; i++) {
-        s0 += dot(qg[c].q[i], x[i]);
-        s1 += dot(qg[c].q[i + 4u], x[i + 4u]);
-      }
-      (*a).acc[r][c] += qg[c].ab.x * s0 + qg[c].ab.y * s1 + qg[c].ab.z * xsum.x + qg[c].ab.w * xsum.y;
-    }
+  if (ROWS == 1u) {
+    // One row: its input first, then each column decoded and used at once, so that one
+    // column's group is live at a time (fewer registers spilled on CPU adapters).
+    let x = group_input(a, 0u, xraw4(xrow(rr, rb), q), nw, lane);
+    for (var c = 0u; c < COLS; c++) { (*a).acc[0][c] += group_dot(qgroup(ch, c * QMAX, gi), x); }
+    return;
   }
+  // Several rows: every column decoded once, then used for each row.
+  var qg: array<QGroup, MAXC>;
+  for (var c = 0u; c < COLS; c++) { qg[c] = qgroup(ch, c * QMAX, gi); }
+  for (var r = 0u; r < nr; r++) {
+    let x = group_input(a, r, xraw4(xrow(rr, rb + r), q), nw, lane);
+    for (var c = 0u; c < COLS; c++) { (*a).acc[r][c] += group_dot(qg[c], x); }
+  }
+}
+
+// GroupInput is a group's 32 inputs (x[i / 4][i % 4]) and the sums of its halves.
+struct GroupInput { x: array<vec4f, 8>, sum: vec2f }
+
+// group_input gathers row r's group input from the lanes' vec4s v (before the norm weight
+// nw), adding the lane's part of the row's sum of squares to a.
+fn group_input(a: ptr<function, Acc>, r: u32, v: vec4f, nw: vec4f, lane: u32) -> GroupInput {
+  if (lane < 8u) { (*a).ss[r] += dot(v, v); }
+  let xl = v * nw;
+  var o: GroupInput;
+  for (var i = 0u; i < 8u; i++) { o.x[i] = subgroupShuffle(xl, i); }
+  let lo = o.x[0] + o.x[1] + o.x[2] + o.x[3];
+  let hi = o.x[4] + o.x[5] + o.x[6] + o.x[7];
+  o.sum = vec2f(dot(lo, vec4f(1.0)), dot(hi, vec4f(1.0)));
+  return o;
+}
+
+// group_dot is the dot product of a decoded group with its input.
+fn group_dot(qg: QGroup, x: GroupInput) -> f32 {
+  var s0 = 0.0;
+  var s1 = 0.0;
+  for (var i = 0u; i < 4u; i++) {
+    s0 += dot(qg.q[i], x.x[i]);
+    s1 += dot(qg.q[i + 4u], x.x[i + 4u]);
+  }
+  return qg.ab.x * s0 + qg.ab.y * s1 + qg.ab.z * x.sum.x + qg.ab.w * x.sum.y;
 }
 
 @compute @workgroup_size(WG)
