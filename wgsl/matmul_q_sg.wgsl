@@ -3,8 +3,9 @@
 // weights a chunk of 256 values at a time (quant.wgsl's qload: each word once) and decodes
 // the chunk's 8 groups of 32 from those registers (qgroup); a group's input is 8 vec4s, one
 // loaded by each of lanes 0..7 (lanes past 8 load a copy) and passed to every lane through
-// subgroupShuffle. Each group decoded serves the block's rows: a (q . x) + b sum(x) per
-// half-group.
+// subgroupShuffle. A group's dot product is a (q . x) + b sum(x) per half-group. With one row
+// (decode) each column's group is decoded just before its dot product; with several, each
+// column's group is decoded once and serves every row.
 //!enable subgroups
 //!include mat_io.wgsl
 //!include quant.wgsl
