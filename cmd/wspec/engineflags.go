@@ -29,7 +29,7 @@ type engineFlags struct {
 
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	return &engineFlags{fs: fs,
-		model:   fs.String("model", "", "model: a Hugging Face folder or a GGUF file (F32/F16/BF16); default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec"),
+		model:   fs.String("model", "", "model: a Hugging Face folder or a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K); default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec"),
 		adapter: fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see wspec devices"),
 		dtype:   fs.String("dtype", "auto", "weight storage on the device: auto (f16 for an F16/BF16 checkpoint where the adapter has shader-f16, else f32), f32 or f16"),
 		pages:   fs.Int("num-gpu-blocks-override", 0, "KV cache pages of 16 tokens (0: planned from the memory, see --kv-cache-memory); fewer make requests queue sooner"),
