@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/wspec/wspec/runtime/webgpu"
@@ -184,13 +185,28 @@ func (l *Linear) WriteRowsF16(row0 int, h []uint16) error {
 			}
 			return F32Bytes(blocked(b, hi-lo, l.K))
 		}
-		b := blocked(h[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
-		raw := make([]byte, 2*len(b))
-		for i, v := range b {
-			raw[2*i], raw[2*i+1] = byte(v), byte(v>>8)
-		}
-		return raw
+		return blockedF16Bytes(h[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
 	})
+}
+
+// blockedF16Bytes is blocked(h, rows, k) as little-endian bytes, made in one pass: a model's
+// f16 weights go through here once at load, so it stays a tight loop over whole vec4s.
+func blockedF16Bytes(h []uint16, rows, k int) []byte {
+	k4 := (k + 3) / 4
+	out := make([]byte, 2*((rows+Block-1)/Block)*k4*Block*4)
+	for n := 0; n < rows; n++ {
+		row := h[n*k : (n+1)*k]
+		o := 2 * ((n/Block)*k4*Block*4 + (n%Block)*4) // byte offset of the row's vec4 0
+		c := 0
+		for ; c+4 <= k; c += 4 {
+			binary.LittleEndian.PutUint64(out[o:o+8], uint64(row[c])|uint64(row[c+1])<<16|uint64(row[c+2])<<32|uint64(row[c+3])<<48)
+			o += 2 * Block * 4
+		}
+		for i := c; i < k; i++ { // a last partial vec4 (zeros past k)
+			binary.LittleEndian.PutUint16(out[o+2*(i-c):], row[i])
+		}
+	}
+	return out
 }
 
 // Parts is the number of row parts (storage bindings) the matrix is split into.

@@ -180,12 +180,16 @@ func (s *ggufSource) HalfRows(name string, row0 int, dst []uint16) error {
 			}
 			return nil
 		}
-		for j := range k {
-			if t == gguf.F16 && shift == 0 {
-				dst[i+j] = binary.LittleEndian.Uint16(src[2*j:])
-			} else {
-				dst[i+j] = F32ToF16(decodeFloat(src, j, t) - shift)
+		d := dst[i : i+k]
+		if t == gguf.F16 && shift == 0 { // the bits as they are
+			src = src[:2*k]
+			for j := range d {
+				d[j] = uint16(src[2*j]) | uint16(src[2*j+1])<<8
 			}
+			return nil
+		}
+		for j := range d {
+			d[j] = F32ToF16(decodeFloat(src, j, t) - shift)
 		}
 		return nil
 	})
