@@ -10,7 +10,8 @@ import (
 )
 
 // An F16 GGUF file's rows read as half-precision bits are its values exactly: the bits that
-// Rows decodes, in the same (un-permuted) row order, for every tensor.
+// Rows decodes, in the same row order, for a matrix of each kind (q and k among them, whose
+// rows the converter permuted and the reader un-permutes).
 func TestGGUFHalfRowsAreTheStoredBits(t *testing.T) {
 	cfg := weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16,
 		Vocab: 300, MaxSeq: 32, RopeTheta: 10000, RMSEps: 1e-5, BOS: 298, EOS: []int{299}}
