@@ -80,9 +80,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   }
   var a: Acc;
   var ch: Chunk;
-  // The block's rows that exist: with one row, a constant, so that the rows' loop in group
-  // unrolls; with more, a loop (unrolled, its code would grow with the height), so that one
-  // pipeline serves every height (runtime.MatRowsOverride).
+  // The block's rows that exist: with one row, the constant 1 (group's one-row path has no
+  // loop over rows); with more, a loop (unrolled, its code would grow with the height), so
+  // that one pipeline serves every height (runtime.MatRowsOverride).
   let nr = select(min(bh, rr.y - rb), 1u, ROWS == 1u);
   for (var b = 0u; b < (P.k + 255u) / 256u; b++) { // chunks (past k: zero weights, zero input)
     for (var c = 0u; c < COLS; c++) { qload(&ch, c * QMAX, base[c], b); }
