@@ -11,15 +11,17 @@ import (
 
 // Linear is a weight matrix [Rows, K] (Hugging Face [out, in] layout) on the device, in f32 or
 // f16, in the blocked layout the matmul and embed kernels read (wgsl/mat_io.wgsl): blocks of 8
-// rows, and in each block the k4 = ceil(K/4) vec4s of a row interleaved row by row:
+// rows, and in each block a row's groups of g = GroupK(type) values (4 for f32, 8 for f16: one
+// 16-byte load a lane) interleaved row by row, kg = ceil(K/g) groups a row:
 //
-//	element (n, k) at (((n/8)*k4 + k/4)*8 + n%8)*4 + k%4, zeros past K and past the last row
+//	element (n, k) at (((n/8)*kg + k/g)*8 + n%8)*g + k%g, zeros past K and past the last row
 //
 // so the 8 lanes of a subgroup read 128 contiguous bytes (one row each) at every step. Rows of a
 // block-quantized type (wgsl.Q4_K, ...) keep GGUF's blocks, as u32 words in the same layout with
-// the row's words in place of its values (wgsl/quant.wgsl). A matrix bigger than one storage
-// binding is split into parts of whole blocks; a matrix stacked from tensors of different
-// types (a Q4_K_M file's Q4_K q and k with a Q6_K v) has a part per type, each its own dispatch.
+// the row's words in place of its values, 4 words a group (wgsl/quant.wgsl). A matrix bigger
+// than one storage binding is split into parts of whole blocks; a matrix stacked from tensors
+// of different types (a Q4_K_M file's Q4_K q and k with a Q6_K v) has a part per type, each
+// its own dispatch.
 type Linear struct {
 	Rows, K int
 	parts   []linearPart
@@ -40,21 +42,34 @@ type Segment struct {
 // Block is the number of rows interleaved in the weight layout.
 const Block = 8
 
-// BlockedLayout returns w ([rows, k] row-major) in the blocked layout, as float32.
-func BlockedLayout(w []float32, rows, k int) []float32 { return blocked(w, rows, k) }
+// GroupK is the number of values of a row that a lane loads at once in the blocked layout of
+// weight type wt (the kernels' WK): 4 f32 values or 8 f16 values, 16 bytes either way (a CPU
+// adapter pays per load, not per byte). Quantized rows are laid out as u32 words, 4 a group.
+func GroupK(wt wgsl.WeightType) int {
+	if wt == wgsl.F16 {
+		return 8
+	}
+	return 4
+}
 
-// blocked lays w ([rows, k] row-major) out in blocks of Block rows: within a block, the 4
-// values of each row at columns 4c..4c+3 are contiguous, and the rows' groups of 4 follow
+// BlockedLayout returns w ([rows, k] row-major) in the blocked layout of weight type wt (f32 or
+// f16), as float32.
+func BlockedLayout(w []float32, rows, k int, wt wgsl.WeightType) []float32 {
+	return blocked(w, rows, k, GroupK(wt))
+}
+
+// blocked lays w ([rows, k] row-major) out in blocks of Block rows: within a block, the g
+// values of each row at columns g*c .. g*c + g - 1 are contiguous, and the rows' groups follow
 // each other for column group c (so a subgroup's loads are contiguous). Padding is zero.
-func blocked[T float32 | uint16 | uint32](w []T, rows, k int) []T {
-	k4 := (k + 3) / 4
+func blocked[T float32 | uint16 | uint32](w []T, rows, k, g int) []T {
+	kg := (k + g - 1) / g
 	blocks := (rows + Block - 1) / Block
-	out := make([]T, blocks*k4*Block*4)
+	out := make([]T, blocks*kg*Block*g)
 	for n := 0; n < rows; n++ {
 		row := w[n*k : (n+1)*k]
-		base := (n/Block)*k4*Block*4 + (n%Block)*4
-		for c := 0; c < k4; c++ {
-			copy(out[base+c*Block*4:base+c*Block*4+4], row[c*4:min(c*4+4, k)])
+		base := (n/Block)*kg*Block*g + (n%Block)*g
+		for c := 0; c < kg; c++ {
+			copy(out[base+c*Block*g:base+c*Block*g+g], row[c*g:min(c*g+g, k)])
 		}
 	}
 	return out
@@ -125,11 +140,11 @@ func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
 	if wt.Quantized() {
 		return uint64(Block * quantRowWords(k, wt) * 4)
 	}
-	elem := 4
+	elem, g := 4, GroupK(wt)
 	if wt == wgsl.F16 {
 		elem = 2
 	}
-	return uint64(Block * ((k + 3) / 4) * 4 * elem)
+	return uint64(Block * ((k + g - 1) / g) * g * elem)
 }
 
 // WriteRows writes rows row0 .. row0 + len(w)/K of the matrix from w (row-major). row0 is a
@@ -137,7 +152,7 @@ func linearBlockBytes(k int, wt wgsl.WeightType) uint64 {
 // block holds are written together.
 func (l *Linear) WriteRows(row0 int, w []float32) error {
 	return l.writeRows(row0, len(w), wgsl.F32, func(lo, hi int, wt wgsl.WeightType) []byte {
-		b := blocked(w[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
+		b := blocked(w[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K, GroupK(wt))
 		if wt != wgsl.F16 {
 			return F32Bytes(b)
 		}
@@ -183,26 +198,28 @@ func (l *Linear) WriteRowsF16(row0 int, h []uint16) error {
 			for i, v := range h[(lo-row0)*l.K : (hi-row0)*l.K] {
 				b[i] = weights.F16ToF32(v)
 			}
-			return F32Bytes(blocked(b, hi-lo, l.K))
+			return F32Bytes(blocked(b, hi-lo, l.K, GroupK(wt)))
 		}
 		return blockedF16Bytes(h[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
 	})
 }
 
-// blockedF16Bytes is blocked(h, rows, k) as little-endian bytes, made in one pass: a model's
-// f16 weights go through here once at load, so it stays a tight loop over whole vec4s.
+// blockedF16Bytes is blocked(h, rows, k, 8) as little-endian bytes, made in one pass: a
+// model's f16 weights go through here once at load, so it stays a tight loop over whole groups.
 func blockedF16Bytes(h []uint16, rows, k int) []byte {
-	k4 := (k + 3) / 4
-	out := make([]byte, 2*((rows+Block-1)/Block)*k4*Block*4)
+	const g = 8
+	kg := (k + g - 1) / g
+	out := make([]byte, 2*((rows+Block-1)/Block)*kg*Block*g)
 	for n := 0; n < rows; n++ {
 		row := h[n*k : (n+1)*k]
-		o := 2 * ((n/Block)*k4*Block*4 + (n%Block)*4) // byte offset of the row's vec4 0
+		o := 2 * ((n/Block)*kg*Block*g + (n%Block)*g) // byte offset of the row's group 0
 		c := 0
-		for ; c+4 <= k; c += 4 {
+		for ; c+g <= k; c += g {
 			binary.LittleEndian.PutUint64(out[o:o+8], uint64(row[c])|uint64(row[c+1])<<16|uint64(row[c+2])<<32|uint64(row[c+3])<<48)
-			o += 2 * Block * 4
+			binary.LittleEndian.PutUint64(out[o+8:o+16], uint64(row[c+4])|uint64(row[c+5])<<16|uint64(row[c+6])<<32|uint64(row[c+7])<<48)
+			o += 2 * Block * g
 		}
-		for i := c; i < k; i++ { // a last partial vec4 (zeros past k)
+		for i := c; i < k; i++ { // a last partial group (zeros past k)
 			binary.LittleEndian.PutUint16(out[o+2*(i-c):], row[i])
 		}
 	}

@@ -112,7 +112,7 @@ func quantLayout(raw []byte, rows, k int, wt wgsl.WeightType) []byte {
 			row[j] = binary.LittleEndian.Uint32(dev[4*j:])
 		}
 	}
-	b := blocked(words, rows, kw)
+	b := blocked(words, rows, kw, GroupK(wt))
 	out := make([]byte, 4*len(b))
 	for i, v := range b {
 		binary.LittleEndian.PutUint32(out[4*i:], v)
@@ -121,7 +121,7 @@ func quantLayout(raw []byte, rows, k int, wt wgsl.WeightType) []byte {
 }
 
 // QuantRowVec4s is the vec4<u32>s a row of k values of quantized type wt takes on the device
-// (embed_q's K4).
+// (embed_q's KG: its groups a row).
 func QuantRowVec4s(k int, wt wgsl.WeightType) int { return quantRowWords(k, wt) / 4 }
 
 // BytesPerRow is the bytes a row of the matrix takes as stored in type wt (a GGUF row for a

@@ -7,16 +7,16 @@ import (
 )
 
 // blockedF16Bytes must lay out exactly what blocked does, as little-endian bytes, on awkward
-// shapes: k not a multiple of 4, rows not a multiple of a block.
+// shapes: k not a multiple of a group (8), rows not a multiple of a block.
 func TestBlockedF16Bytes(t *testing.T) {
-	for _, shape := range [][2]int{{1, 1}, {3, 5}, {8, 4}, {9, 7}, {17, 12}, {16, 33}} {
+	for _, shape := range [][2]int{{1, 1}, {3, 5}, {8, 4}, {9, 7}, {17, 12}, {16, 33}, {8, 16}, {2, 23}} {
 		rows, k := shape[0], shape[1]
 		h := make([]uint16, rows*k)
 		for i := range h {
 			h[i] = uint16(i*2654435761>>7) | 1 // no zeros, so that a value left out shows
 		}
 		want := new(bytes.Buffer)
-		for _, v := range blocked(h, rows, k) {
+		for _, v := range blocked(h, rows, k, 8) {
 			binary.Write(want, binary.LittleEndian, v)
 		}
 		if got := blockedF16Bytes(h, rows, k); !bytes.Equal(got, want.Bytes()) {

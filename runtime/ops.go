@@ -16,13 +16,13 @@ import (
 func (p *Program) AddEmbed(table *Linear, tokens, out *webgpu.Buffer, scale float32) error {
 	dim := uint32(table.K)
 	for _, part := range table.parts {
-		kernel, k4, perWG := "embed", uint32((table.K+3)/4), uint32(64)
+		kernel, kg, perWG := "embed", uint32((table.K+GroupK(part.wt)-1)/GroupK(part.wt)), uint32(64)
 		if part.wt.Quantized() { // an invocation per chunk of 256 values
-			kernel, k4, perWG = "embed_q", uint32(QuantRowVec4s(table.K, part.wt)), 64*256
+			kernel, kg, perWG = "embed_q", uint32(QuantRowVec4s(table.K, part.wt)), 64*256
 		}
 		err := p.Add(KernelCall{
 			Kernel: kernel, Weights: part.wt,
-			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), K4: k4, Scale: scale},
+			Params:  EmbedParams{Dim: dim, Rows: uint32(part.rows), Row0: uint32(part.row0), KG: kg, Scale: scale},
 			Buffers: []webgpu.Binding{{Buffer: tokens}, {Buffer: part.buf}, {Buffer: out}},
 			Grid:    func(s *StepBlock) (uint32, uint32, uint32) { return CeilDiv(dim, perWG), s.M, 1 },
 		})

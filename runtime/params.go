@@ -68,7 +68,7 @@ type RowResult struct {
 
 // EmbedParams mirrors embed.wgsl's Params.
 type EmbedParams struct {
-	Dim, Rows, Row0, K4 uint32
+	Dim, Rows, Row0, KG uint32 // KG: the table's groups a row (GroupK; embed_q: vec4<u32>s)
 	Scale               float32
 	A, B, C             uint32
 }

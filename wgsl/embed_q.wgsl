@@ -5,7 +5,7 @@
 //!include common.wgsl
 //!include quant.wgsl
 struct Params {
-  dim: u32, rows: u32, row0: u32, k4: u32, // k4: the vec4<u32>s of a row (qrow_vec4s(dim))
+  dim: u32, rows: u32, row0: u32, kg: u32, // kg: the groups (vec4<u32>s) of a row (qrow_vec4s(dim))
   scale: f32,
   _a: u32, _b: u32, _c: u32,
 }
@@ -23,7 +23,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   if (b * 256u >= P.dim || m >= S.m) { return; }
   let t = tokens[m];
   if (t < P.row0 || t - P.row0 >= P.rows) { return; }
-  let v = deq256(qrow(t - P.row0, P.k4), b);
+  let v = deq256(qrow(t - P.row0, P.kg), b);
   let n = min(P.dim - b * 256u, 256u); // a row is whole groups of 32 values
   for (var g = 0u; g < 8u; g++) {
     if (32u * g < n) {

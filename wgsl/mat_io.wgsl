@@ -3,8 +3,9 @@
 //
 // y[r, col0 + n] (+)= sum_k xin[r, k] * w[n, k] (+ bias[col0 + n]) for the rows r of the step.
 // The weight is stored in blocks of 8 rows (one row per lane of a block, so a subgroup's loads
-// are contiguous): w[(n / 8) * k4 + q][n % 8] is the vec4 w[n, 4q .. 4q + 4], with
-// k4 = ceil(k / 4) and zeros past k and past the last row (runtime.UploadLinear lays it out).
+// are contiguous): w[((n / 8) * kg + q) * 8 + n % 8] is the group (wgroup, the prelude's) of
+// w[n, WK q .. WK q + WK], with kg = ceil(k / WK) and zeros past k and past the last row
+// (runtime.UploadLinear lays it out); wpart(group, h) is its vec4 of values WK q + 4h ...
 //
 // Fusions (override constants):
 //   NORM      xin = x * normw / rms(x): RMSNorm on the input (the sum of squares is gathered
@@ -27,7 +28,7 @@ struct Params {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read> x: array<vec4f>;          // [rows, k] or [rows, 2k] with SWIGLU, as vec4s
-@group(0) @binding(3) var<storage, read> w: array<wvec>;           // [ceil(n / 8), k4, 8] (see above)
+@group(0) @binding(3) var<storage, read> w: array<wgroup>;         // [ceil(n / 8), kg, 8] (see above)
 @group(0) @binding(4) var<storage, read> bias: array<f32>;         // [col0 + n]
 @group(0) @binding(5) var<storage, read> normw: array<vec4f>;      // [k], as vec4s
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;      // [rows, y_stride]
@@ -104,8 +105,11 @@ fn normw4(q: u32) -> vec4f {
   return select(vec4f(0.0), v, vec4u(k) + vec4u(0u, 1u, 2u, 3u) < vec4u(P.k));
 }
 
-// wrow is the index of column n's vec4 q in w.
-fn wat(n: u32, q: u32, k4: u32) -> u32 { return ((n / 8u) * k4 + q) * 8u + n % 8u; }
+// WP is the vec4s in a weight group.
+const WP: u32 = WK / 4u;
+
+// wat is the index of column n's group q in w.
+fn wat(n: u32, q: u32, kg: u32) -> u32 { return ((n / 8u) * kg + q) * 8u + n % 8u; }
 
 // store writes output row r (relative to the dispatch's first row) of column n: v is the
 // dot product, ss the row's sum of squares (NORM).

@@ -14,28 +14,32 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let rr = step_rows();
   let rb = wg.y * ROWS;
   if (rb >= rr.y) { return; }
-  let k4 = (P.k + 3u) / 4u;
+  let kg = (P.k + WK - 1u) / WK;
+  let kv = kg * WP; // the input's vec4s, whole groups (zeros past k)
   var col: array<u32, MAXC>;
   for (var c = 0u; c < COLS; c++) { col[c] = (wg.x * COLS + c) * WG + li; }
   var acc: array<array<f32, MAXC>, MAXR>;
   var ss: array<f32, MAXR>;
-  for (var q0 = 0u; q0 < k4; q0 += WG) {
+  for (var v0 = 0u; v0 < kv; v0 += WG) {
     workgroupBarrier();
-    let q = q0 + li;
-    let nw = normw4(q);
+    let nw = normw4(v0 + li);
     for (var r = 0u; r < ROWS; r++) {
-      let v = xraw4(xrow(rr, min(rb + r, rr.y - 1u)), q);
+      let v = xraw4(xrow(rr, min(rb + r, rr.y - 1u)), v0 + li);
       ss[r] += dot(v, v);
       xs[r * WG + li] = v * nw;
     }
     workgroupBarrier();
-    let qend = min(WG, k4 - q0);
-    for (var j = 0u; j < qend; j++) {
-      var wv: array<vec4f, MAXC>;
-      for (var c = 0u; c < COLS; c++) { wv[c] = wvec4(w[wat(min(col[c], P.n - 1u), q0 + j, k4)]); }
-      for (var r = 0u; r < ROWS; r++) {
-        let xv = xs[r * WG + j];
-        for (var c = 0u; c < COLS; c++) { acc[r][c] += dot(wv[c], xv); }
+    let gend = min(WG, kv - v0) / WP;
+    for (var j = 0u; j < gend; j++) {
+      var g: array<wgroup, MAXC>;
+      for (var c = 0u; c < COLS; c++) { g[c] = w[wat(min(col[c], P.n - 1u), v0 / WP + j, kg)]; }
+      for (var h = 0u; h < WP; h++) {
+        var wv: array<vec4f, MAXC>;
+        for (var c = 0u; c < COLS; c++) { wv[c] = wpart(g[c], h); }
+        for (var r = 0u; r < ROWS; r++) {
+          let xv = xs[r * WG + WP * j + h];
+          for (var c = 0u; c < COLS; c++) { acc[r][c] += dot(wv[c], xv); }
+        }
       }
     }
   }

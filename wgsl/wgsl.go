@@ -10,7 +10,11 @@
 // wtype as a kernel loads them, with `wvec4(v) -> vec4f`: for f16, two u32 words unpacked with
 // unpack2x16float (lavapipe loads a vec4<f16> per lane more slowly than two words: the 4096²
 // mat-vec ran 1.15-1.6x faster so), for f32 a vec4<f32>, for a quantized type a vec4<u32> of words
-// (no wvec4). Every kernel's entry point is
+// (no wvec4). Weights are read a group at a time: `wgroup`, the WK values of a row that one
+// lane loads at once in runtime.Linear's layout, 16 bytes (8 f16 values as a vec4<u32>, 4 f32
+// values, 4 words of a quantized row), with `wpart(v, h) -> vec4f` its values 4h .. 4h + 4
+// (lavapipe pays per lane and per load, so 8 f16 values a load beat 4: the 4096² f16 mat-vec
+// ran about 1.15x faster). Every kernel's entry point is
 // `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
 // Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
 package wgsl
@@ -117,11 +121,14 @@ func Source(name string, wt WeightType) (string, error) {
 	}
 	switch {
 	case wt == F16:
-		prelude += "alias wvec = vec2<u32>; fn wvec4(v: wvec) -> vec4f { return vec4f(unpack2x16float(v.x), unpack2x16float(v.y)); } "
+		prelude += "alias wvec = vec2<u32>; fn wvec4(v: wvec) -> vec4f { return vec4f(unpack2x16float(v.x), unpack2x16float(v.y)); } " +
+			"alias wgroup = vec4<u32>; const WK: u32 = 8u; " +
+			"fn wpart(v: wgroup, h: u32) -> vec4f { let p = select(v.xy, v.zw, h == 1u); return vec4f(unpack2x16float(p.x), unpack2x16float(p.y)); } "
 	case wt.Quantized():
-		prelude += "alias wvec = vec4<u32>; "
+		prelude += "alias wvec = vec4<u32>; alias wgroup = vec4<u32>; const WK: u32 = 4u; "
 	default:
-		prelude += "alias wvec = vec4<f32>; fn wvec4(v: wvec) -> vec4f { return v; } "
+		prelude += "alias wvec = vec4<f32>; fn wvec4(v: wvec) -> vec4f { return v; } " +
+			"alias wgroup = vec4<f32>; const WK: u32 = 4u; fn wpart(v: wgroup, h: u32) -> vec4f { return v; } "
 	}
 	var out strings.Builder
 	out.WriteString(prelude)

@@ -96,6 +96,9 @@ func release(bufs []*webgpu.Buffer) {
 	}
 }
 
+// lastLinear is the weight matProgram made last.
+var lastLinear *runtime.Linear
+
 // matProgram is perSubmit copies of y[m, n] = x[m, :] . w[n, :] in one program, recorded as
 // the model records its matmuls (runtime.AddMat: its layout, kernel and workgroup shape),
 // blocks of rows rows.
@@ -110,6 +113,7 @@ func matProgram(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k, ro
 		b.Fatal(err)
 	}
 	b.Cleanup(w.Release)
+	lastLinear = w
 	x := benchWeights(b, d, m*k, 1, wgsl.F32)
 	y, dummy := benchStorage(b, d, m*n), benchStorage(b, d, 4)
 	p := benchProgram(b, d, runtime.KernelCall{}, 0)
@@ -171,6 +175,42 @@ func BenchmarkMatvec4096(b *testing.B) {
 				b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
 			})
 		}
+	}
+}
+
+// BenchmarkMatvecDRAM is BenchmarkMatvec4096 over 16 different 4096 x 4096 weights in turn
+// (512 MiB in f16, 1 GiB in f32): a model's decode step reads weights from memory, not from
+// the CPU's last-level cache, where one 4096² matrix (32 MiB in f16) can stay between runs.
+func BenchmarkMatvecDRAM(b *testing.B) {
+	const n, mats = 4096, 16
+	d := testDevice(b)
+	for _, wt := range []wgsl.WeightType{wgsl.F32, wgsl.F16, wgsl.Q4_K} {
+		b.Run(wt.String(), func(b *testing.B) {
+			p := benchProgram(b, d, runtime.KernelCall{}, 0)
+			var bufs []*webgpu.Buffer
+			for i := 0; i < mats; i++ {
+				pi, bi := matProgram(b, d, wt, 1, n, n, 1, 0)
+				pi.Release()
+				x, y, dummy := bi[0], bi[1], bi[2]
+				bufs = append(bufs, bi...)
+				w := lastLinear
+				if err := p.AddMat("bench", w, x, y, n, runtime.MatFusion{}, 1, dummy); err != nil {
+					b.Fatal(err)
+				}
+			}
+			defer release(bufs)
+			per := runTimed(b, d, p, runtime.StepBlock{M: 1}) / mats
+			bytes := float64(n * n * 4)
+			switch {
+			case wt == wgsl.F16:
+				bytes /= 2
+			case wt.Quantized():
+				rb, _ := gguf.TensorType(wt.GGML()).RowBytes(n)
+				bytes = float64(n) * float64(rb)
+			}
+			b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
+			b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
+		})
 	}
 }
 

@@ -71,12 +71,12 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, scale float32, dim, vo
 	x := c.poisoned((m + 1) * dim)
 	tb := c.u32(tu)
 	call := func(part *webgpu.Buffer, row0, rows int) runtime.KernelCall {
-		kernel, k4, perWG := "embed", (dim+3)/4, 64
+		kernel, kg, perWG := "embed", (dim+runtime.GroupK(wt)-1)/runtime.GroupK(wt), 64
 		if wt.Quantized() {
-			kernel, k4, perWG = "embed_q", runtime.QuantRowVec4s(dim, wt), 64*256
+			kernel, kg, perWG = "embed_q", runtime.QuantRowVec4s(dim, wt), 64*256
 		}
 		return runtime.KernelCall{Kernel: kernel, Weights: wt,
-			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), K4: uint32(k4), Scale: scale},
+			Params:  runtime.EmbedParams{Dim: uint32(dim), Rows: uint32(rows), Row0: uint32(row0), KG: uint32(kg), Scale: scale},
 			Buffers: []webgpu.Binding{{Buffer: tb}, {Buffer: part}, {Buffer: x}},
 			Grid:    runtime.Fixed(ceilDiv(dim, perWG), uint32(m+1), 1)}
 	}

@@ -51,7 +51,7 @@ func (c *checker) quantized(rows, k int, scale float64, wt wgsl.WeightType) ([]b
 func (c *checker) matWeights(n, k int, wt wgsl.WeightType) (*webgpu.Buffer, []float32) {
 	if !wt.Quantized() {
 		_, w := c.bigWeights(n*k, 1/sqrtf(k), wt)
-		b, _ := c.weights(runtime.BlockedLayout(w, n, k), wt) // already representable: the same bits
+		b, _ := c.weights(runtime.BlockedLayout(w, n, k, wt), wt) // already representable: the same bits
 		return b, w
 	}
 	raw, seen := c.quantized(n, k, 1/sqrtf(k), wt)
@@ -64,7 +64,7 @@ func (c *checker) tableWeights(vocab, dim int, wt wgsl.WeightType) ([]float32, f
 	if !wt.Quantized() {
 		_, seen := c.bigWeights(vocab*dim, 1, wt)
 		return seen, func(r0, r1 int) *webgpu.Buffer {
-			b, _ := c.weights(runtime.BlockedLayout(seen[r0*dim:r1*dim], r1-r0, dim), wt) // already representable
+			b, _ := c.weights(runtime.BlockedLayout(seen[r0*dim:r1*dim], r1-r0, dim, wt), wt) // already representable
 			return b
 		}
 	}
