@@ -96,13 +96,23 @@ func release(bufs []*webgpu.Buffer) {
 	}
 }
 
-// lastLinear is the weight matProgram made last.
-var lastLinear *runtime.Linear
-
 // matProgram is perSubmit copies of y[m, n] = x[m, :] . w[n, :] in one program, recorded as
 // the model records its matmuls (runtime.AddMat: its layout, kernel and workgroup shape),
 // blocks of rows rows.
 func matProgram(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k, rows, perSubmit int) (*runtime.Program, []*webgpu.Buffer) {
+	w, bufs := matOperands(b, d, wt, m, n, k)
+	p := benchProgram(b, d, runtime.KernelCall{}, 0)
+	for i := 0; i < perSubmit; i++ {
+		if err := p.AddMat("bench", w, bufs[0], bufs[1], n, runtime.MatFusion{}, rows, bufs[2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p, bufs
+}
+
+// matOperands is a random [n, k] weight of type wt (released when the benchmark ends) and the
+// buffers x [m, k], y [m, n] and a dummy binding.
+func matOperands(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k int) (*runtime.Linear, []*webgpu.Buffer) {
 	rng := rand.New(rand.NewSource(1))
 	v := make([]float32, n*k)
 	for i := range v {
@@ -113,16 +123,9 @@ func matProgram(b *testing.B, d *runtime.Device, wt wgsl.WeightType, m, n, k, ro
 		b.Fatal(err)
 	}
 	b.Cleanup(w.Release)
-	lastLinear = w
 	x := benchWeights(b, d, m*k, 1, wgsl.F32)
 	y, dummy := benchStorage(b, d, m*n), benchStorage(b, d, 4)
-	p := benchProgram(b, d, runtime.KernelCall{}, 0)
-	for i := 0; i < perSubmit; i++ {
-		if err := p.AddMat("bench", w, x, y, n, runtime.MatFusion{}, rows, dummy); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return p, []*webgpu.Buffer{x, y, dummy}
+	return w, []*webgpu.Buffer{x, y, dummy}
 }
 
 // uploadBench puts v ([n, k]) on the device as type wt, quantized first for a quantized type.
@@ -189,12 +192,9 @@ func BenchmarkMatvecDRAM(b *testing.B) {
 			p := benchProgram(b, d, runtime.KernelCall{}, 0)
 			var bufs []*webgpu.Buffer
 			for i := 0; i < mats; i++ {
-				pi, bi := matProgram(b, d, wt, 1, n, n, 1, 0)
-				pi.Release()
-				x, y, dummy := bi[0], bi[1], bi[2]
+				w, bi := matOperands(b, d, wt, 1, n, n)
 				bufs = append(bufs, bi...)
-				w := lastLinear
-				if err := p.AddMat("bench", w, x, y, n, runtime.MatFusion{}, 1, dummy); err != nil {
+				if err := p.AddMat("bench", w, bi[0], bi[1], n, runtime.MatFusion{}, 1, bi[2]); err != nil {
 					b.Fatal(err)
 				}
 			}
