@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
@@ -168,6 +169,7 @@ func (l *Linear) WriteRows(row0 int, w []float32) error {
 // writeRows checks that values (a whole number of rows from row0) are whole blocks and writes
 // each part's share, laid out and encoded by encode(lo, hi, type) for the matrix rows lo..hi.
 // Float values go to float parts, quantized rows (quant: their type) to parts of their type.
+// encode returns a buffer of its own: once written, it goes to encodeBufs for reuse.
 func (l *Linear) writeRows(row0, values int, quant wgsl.WeightType, encode func(lo, hi int, wt wgsl.WeightType) []byte) error {
 	n := values / l.K
 	switch {
@@ -184,43 +186,60 @@ func (l *Linear) writeRows(row0, values int, quant wgsl.WeightType, encode func(
 		if p.wt.Quantized() != quant.Quantized() || (quant.Quantized() && p.wt != quant) {
 			return fmt.Errorf("runtime: rows %d..%d of the matrix are %v, not %v", lo, hi, p.wt, quant)
 		}
-		p.buf.Write(uint64((lo-p.row0)/Block)*linearBlockBytes(l.K, p.wt), encode(lo, hi, p.wt))
+		b := encode(lo, hi, p.wt)
+		p.buf.Write(uint64((lo-p.row0)/Block)*linearBlockBytes(l.K, p.wt), b) // copies b
+		encodeBufs.Put(&b)
 	}
 	return nil
 }
 
-// WriteRowsF16 is WriteRows for an f16 matrix from IEEE half-precision bits (a checkpoint
-// stored in F16 goes to the device without a float32 round trip).
-func (l *Linear) WriteRowsF16(row0 int, h []uint16) error {
-	return l.writeRows(row0, len(h), wgsl.F16, func(lo, hi int, wt wgsl.WeightType) []byte {
+// encodeBufs keeps the byte buffers writeRows has written, for the next chunk of rows: a
+// model's load lays out gigabytes a few megabytes at a time, and a fresh buffer each time
+// keeps the garbage collector busy.
+var encodeBufs sync.Pool
+
+// encodeBuf is a byte buffer of length n from encodeBufs, or a new one; its contents are
+// whatever it held.
+func encodeBuf(n int) []byte {
+	if p, ok := encodeBufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+// WriteRowsF16 is WriteRows for an f16 matrix from IEEE half-precision bits, two little-endian
+// bytes a value (a checkpoint stored in F16 goes to the device as its bytes, without a float32
+// round trip).
+func (l *Linear) WriteRowsF16(row0 int, raw []byte) error {
+	return l.writeRows(row0, len(raw)/2, wgsl.F16, func(lo, hi int, wt wgsl.WeightType) []byte {
+		rows := raw[2*(lo-row0)*l.K : 2*(hi-row0)*l.K]
 		if wt != wgsl.F16 {
 			b := make([]float32, (hi-lo)*l.K)
-			for i, v := range h[(lo-row0)*l.K : (hi-row0)*l.K] {
-				b[i] = weights.F16ToF32(v)
+			for i := range b {
+				b[i] = weights.F16ToF32(binary.LittleEndian.Uint16(rows[2*i:]))
 			}
 			return F32Bytes(blocked(b, hi-lo, l.K, GroupK(wt)))
 		}
-		return blockedF16Bytes(h[(lo-row0)*l.K:(hi-row0)*l.K], hi-lo, l.K)
+		return blockedF16Bytes(rows, hi-lo, l.K)
 	})
 }
 
-// blockedF16Bytes is blocked(h, rows, k, 8) as little-endian bytes, made in one pass: a
-// model's f16 weights go through here once at load, so it stays a tight loop over whole groups.
-func blockedF16Bytes(h []uint16, rows, k int) []byte {
-	const g = 8
+// blockedF16Bytes is blocked(h, rows, k, 8) for the f16 values h as little-endian bytes (two
+// a value), made in one pass of 16-byte copies: a model's f16 weights go through here once at
+// load, so it stays a tight loop over whole groups.
+func blockedF16Bytes(h []byte, rows, k int) []byte {
+	const g, gb = 8, 16 // values and bytes a group
 	kg := (k + g - 1) / g
-	out := make([]byte, 2*((rows+Block-1)/Block)*kg*Block*g)
+	out := encodeBuf(((rows + Block - 1) / Block) * kg * Block * gb)
+	if k%g != 0 || rows%Block != 0 {
+		clear(out) // the padding past k and past the last row
+	}
 	for n := 0; n < rows; n++ {
-		row := h[n*k : (n+1)*k]
-		o := 2 * ((n/Block)*kg*Block*g + (n%Block)*g) // byte offset of the row's group 0
-		c := 0
-		for ; c+g <= k; c += g {
-			binary.LittleEndian.PutUint64(out[o:o+8], uint64(row[c])|uint64(row[c+1])<<16|uint64(row[c+2])<<32|uint64(row[c+3])<<48)
-			binary.LittleEndian.PutUint64(out[o+8:o+16], uint64(row[c+4])|uint64(row[c+5])<<16|uint64(row[c+6])<<32|uint64(row[c+7])<<48)
-			o += 2 * Block * g
-		}
-		for i := c; i < k; i++ { // a last partial group (zeros past k)
-			binary.LittleEndian.PutUint16(out[o+2*(i-c):], row[i])
+		row := h[2*n*k : 2*(n+1)*k]
+		o := (n/Block)*kg*Block*gb + (n%Block)*gb // byte offset of the row's group 0
+		for c := 0; c < 2*k; c += gb {
+			copy(out[o:o+gb], row[c:min(c+gb, 2*k)]) // a last partial group leaves zeros past k
+			o += Block * gb
 		}
 	}
 	return out

@@ -15,11 +15,12 @@ func TestBlockedF16Bytes(t *testing.T) {
 		for i := range h {
 			h[i] = uint16(i*2654435761>>7) | 1 // no zeros, so that a value left out shows
 		}
-		want := new(bytes.Buffer)
+		want, raw := new(bytes.Buffer), new(bytes.Buffer)
 		for _, v := range blocked(h, rows, k, 8) {
 			binary.Write(want, binary.LittleEndian, v)
 		}
-		if got := blockedF16Bytes(h, rows, k); !bytes.Equal(got, want.Bytes()) {
+		binary.Write(raw, binary.LittleEndian, h)
+		if got := blockedF16Bytes(raw.Bytes(), rows, k); !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%d x %d: blockedF16Bytes differs from blocked", rows, k)
 		}
 	}

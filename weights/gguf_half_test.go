@@ -1,6 +1,7 @@
 package weights_test
 
 import (
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestGGUFHalfRowsAreTheStoredBits(t *testing.T) {
 		}
 		n := rows * cols
 		f := make([]float32, n)
-		h := make([]uint16, n)
+		h := make([]byte, 2*n)
 		if err := wm.Source.Rows(name, 0, f); err != nil {
 			t.Fatal(err)
 		}
@@ -47,8 +48,8 @@ func TestGGUFHalfRowsAreTheStoredBits(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range f {
-			if weights.F16ToF32(h[i]) != f[i] {
-				t.Fatalf("%s value %d: half bits %#04x are %v, Rows gives %v", name, i, h[i], weights.F16ToF32(h[i]), f[i])
+			if v := binary.LittleEndian.Uint16(h[2*i:]); weights.F16ToF32(v) != f[i] {
+				t.Fatalf("%s value %d: half bits %#04x are %v, Rows gives %v", name, i, v, weights.F16ToF32(v), f[i])
 			}
 		}
 	}

@@ -166,30 +166,27 @@ func (s *ggufSource) Rows(name string, row0 int, dst []float32) error {
 
 // HalfRows reads rows of a tensor as f16 bits: F16 copied, the others (quantized ones decoded)
 // rounded.
-func (s *ggufSource) HalfRows(name string, row0 int, dst []uint16) error {
+func (s *ggufSource) HalfRows(name string, row0 int, dst []byte) error {
 	shift := s.normShift(name)
 	var row []float32
-	return s.read(name, row0, len(dst), func(i int, src []byte, t gguf.TensorType, k int) error {
+	return s.read(name, row0, len(dst)/2, func(i int, src []byte, t gguf.TensorType, k int) error {
+		d := dst[2*i : 2*(i+k)]
 		if quant.IsQuantized(t) {
 			row = append(row[:0], make([]float32, k)...)
 			if err := quant.Dequantize(t, src, row); err != nil {
 				return err
 			}
 			for j, v := range row {
-				dst[i+j] = F32ToF16(v)
+				binary.LittleEndian.PutUint16(d[2*j:], F32ToF16(v))
 			}
 			return nil
 		}
-		d := dst[i : i+k]
 		if t == gguf.F16 && shift == 0 { // the bits as they are
-			src = src[:2*k]
-			for j := range d {
-				d[j] = uint16(src[2*j]) | uint16(src[2*j+1])<<8
-			}
+			copy(d, src[:2*k])
 			return nil
 		}
-		for j := range d {
-			d[j] = F32ToF16(decodeFloat(src, j, t) - shift)
+		for j := range k {
+			binary.LittleEndian.PutUint16(d[2*j:], F32ToF16(decodeFloat(src, j, t)-shift))
 		}
 		return nil
 	})

@@ -73,29 +73,30 @@ type QuantSource interface {
 // that stores weights in f16: F16 storage goes as it is, without a float32 round trip.
 type HalfSource interface {
 	TensorSource
-	HalfRows(name string, row0 int, dst []uint16) error
+	// HalfRows reads rows row0 .. of a tensor into dst as f16 bits, two little-endian bytes a
+	// value (len(dst)/2 values: whole rows).
+	HalfRows(name string, row0 int, dst []byte) error
 }
 
 var _ HalfSource = (*Checkpoint)(nil)
 
 // HalfRows reads rows of a checkpoint tensor as f16 bits: F16 copied, BF16 and F32 rounded.
-func (c *Checkpoint) HalfRows(name string, row0 int, dst []uint16) error {
-	data, dt, err := c.rowBytes(name, row0, len(dst))
+func (c *Checkpoint) HalfRows(name string, row0 int, dst []byte) error {
+	n := len(dst) / 2
+	data, dt, err := c.rowBytes(name, row0, n)
 	if err != nil {
 		return err
 	}
 	switch dt {
 	case F16:
-		for i := range dst {
-			dst[i] = binary.LittleEndian.Uint16(data[2*i:])
-		}
+		copy(dst, data[:2*n])
 	case BF16:
-		for i := range dst {
-			dst[i] = F32ToF16(BF16ToF32(binary.LittleEndian.Uint16(data[2*i:])))
+		for i := range n {
+			binary.LittleEndian.PutUint16(dst[2*i:], F32ToF16(BF16ToF32(binary.LittleEndian.Uint16(data[2*i:]))))
 		}
 	case F32:
-		for i := range dst {
-			dst[i] = F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
+		for i := range n {
+			binary.LittleEndian.PutUint16(dst[2*i:], F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))))
 		}
 	}
 	c.dropRead(name, data)

@@ -63,9 +63,9 @@ func (l *loader) matrix(label string, k int, parts ...part) (*runtime.Linear, er
 		case g.wt.Quantized():
 			err = fillQuant(l, lin, row, g.parts, g.wt)
 		case half && g.wt == wgsl.F16:
-			err = fill(l, lin, row, g.parts, hs.HalfRows, lin.WriteRowsF16) // F16 storage as it is
+			err = fill(l, lin, row, g.parts, 2, hs.HalfRows, lin.WriteRowsF16) // F16 storage as it is
 		default:
-			err = fill(l, lin, row, g.parts, l.src.Rows, lin.WriteRows)
+			err = fill(l, lin, row, g.parts, 1, l.src.Rows, lin.WriteRows)
 		}
 		if err != nil {
 			lin.Release()
@@ -119,16 +119,16 @@ func (l *loader) groups(k int, parts []part) ([]group, error) {
 
 // fill writes the rows of parts into lin from row row0 a chunk of whole blocks at a time,
 // whatever part they come from, reading them with read and writing them with write (as
-// float32 or f16 bits).
-func fill[T float32 | uint16](l *loader, lin *runtime.Linear, row0 int, parts []part,
+// float32 values, or f16 bits as two bytes a value: per elements a value).
+func fill[T float32 | byte](l *loader, lin *runtime.Linear, row0 int, parts []part, per int,
 	read func(name string, row0 int, dst []T) error, write func(row0 int, v []T) error) error {
 	k := lin.K
 	chunk := max(runtime.Block, chunkBytes/(4*k)/runtime.Block*runtime.Block)
-	return chunks(parts, chunk, k, make([]T, chunk*k), read, func(at int, dst []T) error {
+	return chunks(parts, chunk, per*k, make([]T, chunk*per*k), read, func(at int, dst []T) error {
 		if err := write(row0+at, dst); err != nil {
 			return err
 		}
-		return l.wrote(int64(len(dst)) * l.srcBytesPer(parts))
+		return l.wrote(int64(len(dst)/per) * l.srcBytesPer(parts))
 	})
 }
 
