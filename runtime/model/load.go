@@ -124,7 +124,7 @@ func fill[T float32 | byte](l *loader, lin *runtime.Linear, row0 int, parts []pa
 	read func(name string, row0 int, dst []T) error, write func(row0 int, v []T) error) error {
 	k := lin.K
 	chunk := max(runtime.Block, chunkBytes/(4*k)/runtime.Block*runtime.Block)
-	return chunks(parts, chunk, per*k, make([]T, chunk*per*k), read, func(at int, dst []T) error {
+	return chunks(parts, chunk, per*k, make([]T, 2*chunk*per*k), read, func(at int, dst []T) error {
 		if err := write(row0+at, dst); err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func fillQuant(l *loader, lin *runtime.Linear, row0 int, parts []part, wt wgsl.W
 	qs := l.src.(weights.QuantSource)
 	rb := int(lin.BytesPerRow(wt))
 	chunk := max(runtime.Block, chunkBytes/rb/runtime.Block*runtime.Block)
-	return chunks(parts, chunk, rb, make([]byte, chunk*rb), qs.RawRows, func(at int, dst []byte) error {
+	return chunks(parts, chunk, rb, make([]byte, 2*chunk*rb), qs.RawRows, func(at int, dst []byte) error {
 		if err := lin.WriteRowsQuant(row0+at, wt, dst); err != nil {
 			return err
 		}
@@ -145,33 +145,72 @@ func fillQuant(l *loader, lin *runtime.Linear, row0 int, parts []part, wt wgsl.W
 	})
 }
 
-// chunks reads the rows of parts (width values or bytes each) chunk rows at a time into buf,
-// across the parts' boundaries, and hands each chunk to put with its first row.
+// chunks reads the rows of parts (width values or bytes each) chunk rows at a time, across the
+// parts' boundaries, and hands each chunk to put with its first row. buf holds two chunks: a
+// goroutine reads the next chunk into one half while put writes the other (reading a mapped
+// file and writing the device take about as long, on different cores).
 func chunks[T any](parts []part, chunk, width int, buf []T, read func(name string, row0 int, dst []T) error,
 	put func(row int, dst []T) error) error {
 	rows := 0
 	for _, p := range parts {
 		rows += p.rows
 	}
-	row, pi, pr := 0, 0, 0 // next row; the part it is in and its row there
-	for row < rows {
-		n := min(chunk, rows-row)
-		dst := buf[:n*width]
-		for filled := 0; filled < n; {
-			p := parts[pi]
-			m := min(n-filled, p.rows-pr)
-			if err := read(p.name, pr, dst[filled*width:(filled+m)*width]); err != nil {
-				return fmt.Errorf("tensor %s: %w", p.name, err)
-			}
-			filled, pr = filled+m, pr+m
-			if pr == p.rows {
-				pi, pr = pi+1, 0
-			}
+	type filled struct {
+		row int
+		dst []T
+		err error
+	}
+	full, free := make(chan filled, 1), make(chan []T, 2)
+	free <- buf[: chunk*width : chunk*width]
+	free <- buf[chunk*width : 2*chunk*width : 2*chunk*width]
+	stop := make(chan struct{})
+	defer close(stop)
+	send := func(f filled) bool { // false: the caller has returned
+		select {
+		case full <- f:
+			return true
+		case <-stop:
+			return false
 		}
-		if err := put(row, dst); err != nil {
+	}
+	go func() {
+		defer close(full)
+		row, pi, pr := 0, 0, 0 // next row; the part it is in and its row there
+		for row < rows {
+			var b []T
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			n := min(chunk, rows-row)
+			dst := b[:n*width]
+			for got := 0; got < n; {
+				p := parts[pi]
+				m := min(n-got, p.rows-pr)
+				if err := read(p.name, pr, dst[got*width:(got+m)*width]); err != nil {
+					send(filled{err: fmt.Errorf("tensor %s: %w", p.name, err)})
+					return
+				}
+				got, pr = got+m, pr+m
+				if pr == p.rows {
+					pi, pr = pi+1, 0
+				}
+			}
+			if !send(filled{row: row, dst: dst}) {
+				return
+			}
+			row += n
+		}
+	}()
+	for f := range full {
+		if f.err != nil {
+			return f.err
+		}
+		if err := put(f.row, f.dst); err != nil {
 			return err
 		}
-		row += n
+		free <- f.dst[:cap(f.dst)]
 	}
 	return nil
 }
