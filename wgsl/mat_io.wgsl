@@ -5,7 +5,7 @@
 // The weight is stored in blocks of 8 rows (one row per lane of a block, so a subgroup's loads
 // are contiguous): w[((n / 8) * kg + q) * 8 + n % 8] is the group (wgroup, the prelude's) of
 // w[n, WK q .. WK q + WK], with kg = ceil(k / WK) and zeros past k and past the last row
-// (runtime.UploadLinear lays it out); wpart(group, h) is its vec4 of values WK q + 4h ...
+// (runtime.UploadLinear lays it out); wpart(group, h) is its vec4 w[n, WK q + 4h .. + 4].
 //
 // Fusions (override constants):
 //   NORM      xin = x * normw / rms(x): RMSNorm on the input (the sum of squares is gathered
