@@ -3,20 +3,20 @@
 // A kernel file may include shared code with a line `//!include name.wgsl` (appended after the
 // kernel), ask for a language extension with a line `//!enable name` (subgroups) and set a
 // diagnostic with `//!diagnostic off, name` (subgroup_uniformity: a subgroup op whose control
-// flow is uniform per subgroup but not per workgroup). Source
-// prepends the prelude: the extensions, then `alias wtype = f32;` or, for the f16 variant,
-// `enable f16;` and `alias wtype = f16;`, so one file serves both weight types (for a quantized
-// type, `alias wtype = u32;` and `const QTYPE` its ggml number), and `wvec`, four values of
-// wtype as the attention kernel loads its KV cache, with `wvec4(v) -> vec4f`: for f16, two
-// u32 words unpacked with unpack2x16float (lavapipe loads a vec4<f16> per lane more slowly
-// than two words: the 4096² mat-vec ran 1.15-1.6x faster so when it read them too), for f32 a
-// vec4<f32>, for a quantized type a vec4<u32> of words (no wvec4). Weights are read a group at a time: `wgroup`, the WK values of a row that one
-// lane loads at once in runtime.Linear's layout, 16 bytes (8 f16 values as a vec4<u32>, 4 f32
-// values, 4 words of a quantized row), with `wpart(v, h) -> vec4f` its values 4h .. 4h + 4
-// (lavapipe pays per lane and per load, so 8 f16 values a load beat 4: the 4096² f16 mat-vec's
-// median went from 6.38 to 5.38 ms). Every kernel's entry point is
-// `main`, its group-0 bindings are numbered in the order the host binds them, binding 0 is its
-// Params uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
+// flow is uniform per subgroup but not per workgroup). Source prepends the prelude: the
+// extensions, then `alias wtype = f32;` or, for the f16 variant, `enable f16;` and
+// `alias wtype = f16;`, so one file serves both weight types (for a quantized type, `alias wtype = u32;` and
+// `const QTYPE` its ggml number), and `wvec`, four values of wtype as the attention kernel loads
+// its KV cache, with `wvec4(v) -> vec4f`: for f16, two u32 words unpacked with unpack2x16float
+// (lavapipe loads a vec4<f16> per lane more slowly than two words: the 4096² mat-vec ran
+// 1.15-1.6x faster so when it read them too), for f32 a vec4<f32>, for a quantized type a
+// vec4<u32> of words (no wvec4). Weights are read a group at a time: `wgroup`, the WK values of
+// a row that one lane loads at once in runtime.Linear's layout, 16 bytes (8 f16 values as a
+// vec4<u32>, 4 f32 values, 4 words of a quantized row), with `wpart(v, h) -> vec4f` its values
+// 4h .. 4h + 4 (lavapipe pays per lane and per load, so 8 f16 values a load beat 4: the 4096²
+// f16 mat-vec's median went from 6.38 to 5.38 ms). Every kernel's entry point is `main`, its
+// group-0 bindings are numbered in the order the host binds them, binding 0 is its Params
+// uniform and binding 1 the per-step Step block (common.wgsl), a uniform.
 package wgsl
 
 import (
