@@ -1,7 +1,7 @@
 // embed.wgsl: token embedding gather. x[m, :] = table[tokens[m], :], the table in the blocked
-// layout of runtime.Linear (element (t, i) at (((t/8)*kg + i/WK)*8 + t%8)*WK + i%WK, WK values a group). A table
-// bigger than one binding is split into parts of whole blocks: this part holds rows
-// [row0, row0 + rows) and fills only the tokens that fall in it.
+// layout of runtime.Linear (element (t, i) at (((t/8)*kg + i/WK)*8 + t%8)*WK + i%WK, WK values
+// a group). A table bigger than one binding is split into parts of whole blocks: this part holds
+// rows [row0, row0 + rows) and fills only the tokens that fall in it.
 //!include common.wgsl
 struct Params {
   dim: u32, rows: u32, row0: u32, kg: u32, // kg: the groups of a row, ceil(dim / WK)
