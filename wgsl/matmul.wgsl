@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   var ss: array<f32, MAXR>;
   if (ROWS == 1u) {
     // One row: the input of a whole chunk of subgroup-size groups (WP vec4s a lane) is held in
-    // registers, twice the groups a chunk of the loop below takes.
+    // registers, twice the groups a chunk of the several-row loop takes.
     for (var q0 = 0u; q0 < kg; q0 += sgs) {
       var xl: array<vec4f, WP>;
       let q = q0 + lane;
@@ -49,27 +49,28 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
         }
       }
     }
-  }
-  let kv = select(kg * WP, 0u, ROWS == 1u); // the input's vec4s, whole groups (zeros past k)
-  for (var v0 = 0u; v0 < kv; v0 += sgs) {
-    // This lane's vec4 of each row: vec4 v0 + lane.
-    var xl: array<vec4f, MAXR>;
-    let nw = normw4(v0 + lane);
-    for (var r = 0u; r < ROWS; r++) {
-      let v = xraw4(xrow(rr, min(rb + r, rr.y - 1u)), v0 + lane);
-      ss[r] += dot(v, v);
-      xl[r] = v * nw;
-    }
-    let gend = min(sgs, kv - v0) / WP;
-    for (var j = 0u; j < gend; j++) {
-      var g: array<wgroup, MAXC>;
-      for (var c = 0u; c < COLS; c++) { g[c] = w[wbase[c] + 8u * (v0 / WP + j)]; }
-      for (var h = 0u; h < WP; h++) {
-        var wv: array<vec4f, MAXC>;
-        for (var c = 0u; c < COLS; c++) { wv[c] = wpart(g[c], h); }
-        for (var r = 0u; r < ROWS; r++) {
-          let xs = subgroupShuffle(xl[r], WP * j + h);
-          for (var c = 0u; c < COLS; c++) { acc[r][c] += dot(wv[c], xs); }
+  } else {
+    let kv = kg * WP; // the input's vec4s, whole groups (zeros past k)
+    for (var v0 = 0u; v0 < kv; v0 += sgs) {
+      // This lane's vec4 of each row: vec4 v0 + lane.
+      var xl: array<vec4f, MAXR>;
+      let nw = normw4(v0 + lane);
+      for (var r = 0u; r < ROWS; r++) {
+        let v = xraw4(xrow(rr, min(rb + r, rr.y - 1u)), v0 + lane);
+        ss[r] += dot(v, v);
+        xl[r] = v * nw;
+      }
+      let gend = min(sgs, kv - v0) / WP;
+      for (var j = 0u; j < gend; j++) {
+        var g: array<wgroup, MAXC>;
+        for (var c = 0u; c < COLS; c++) { g[c] = w[wbase[c] + 8u * (v0 / WP + j)]; }
+        for (var h = 0u; h < WP; h++) {
+          var wv: array<vec4f, MAXC>;
+          for (var c = 0u; c < COLS; c++) { wv[c] = wpart(g[c], h); }
+          for (var r = 0u; r < ROWS; r++) {
+            let xs = subgroupShuffle(xl[r], WP * j + h);
+            for (var c = 0u; c < COLS; c++) { acc[r][c] += dot(wv[c], xs); }
+          }
         }
       }
     }

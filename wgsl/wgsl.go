@@ -9,8 +9,8 @@
 // `const QTYPE` its ggml number), and `wvec`, four values of wtype as the attention kernel loads
 // its KV cache, with `wvec4(v) -> vec4f`: for f16, two u32 words unpacked with unpack2x16float
 // (lavapipe loads a vec4<f16> per lane more slowly than two words: the 4096² mat-vec ran
-// 1.15-1.6x faster so when it read them too), for f32 a vec4<f32>, for a quantized type a
-// vec4<u32> of words (no wvec4). Weights are read a group at a time: `wgroup`, the WK values of
+// 1.15-1.6x faster so when it read them too), for f32 a vec4<f32> (a quantized type has no
+// wvec). Weights are read a group at a time: `wgroup`, the WK values of
 // a row that one lane loads at once in runtime.Linear's layout, 16 bytes (8 f16 values as a
 // vec4<u32>, 4 f32 values, 4 words of a quantized row), with `wpart(v, h) -> vec4f` its values
 // 4h .. 4h + 4 (lavapipe pays per lane and per load, so 8 f16 values a load beat 4: the 4096²
@@ -125,7 +125,7 @@ func Source(name string, wt WeightType) (string, error) {
 			"alias wgroup = vec4<u32>; const WK: u32 = 8u; " +
 			"fn wpart(v: wgroup, h: u32) -> vec4f { let p = select(v.xy, v.zw, h == 1u); return vec4f(unpack2x16float(p.x), unpack2x16float(p.y)); } "
 	case wt.Quantized():
-		prelude += "alias wvec = vec4<u32>; alias wgroup = vec4<u32>; const WK: u32 = 4u; "
+		prelude += "alias wgroup = vec4<u32>; const WK: u32 = 4u; "
 	default:
 		prelude += "alias wvec = vec4<f32>; fn wvec4(v: wvec) -> vec4f { return v; } " +
 			"alias wgroup = vec4<f32>; const WK: u32 = 4u; fn wpart(v: wgroup, h: u32) -> vec4f { return v; } "

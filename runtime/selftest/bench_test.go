@@ -166,19 +166,25 @@ func BenchmarkMatvec4096(b *testing.B) {
 				p, bufs := matProgram(b, d, wt, 1, n, n, 1, perSubmit)
 				defer release(bufs)
 				per := runTimed(b, d, p, runtime.StepBlock{M: 1}) / perSubmit
-				bytes := float64(n * n * 4)
-				switch {
-				case wt == wgsl.F16:
-					bytes /= 2
-				case wt.Quantized():
-					rb, _ := gguf.TensorType(wt.GGML()).RowBytes(n)
-					bytes = float64(n) * float64(rb)
-				}
-				b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
-				b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
+				reportMatvec(b, wt, n, per)
 			})
 		}
 	}
+}
+
+// reportMatvec reports an n x n mat-vec of type wt that took per: the weight bytes it read a
+// second (GB/s) and its time.
+func reportMatvec(b *testing.B, wt wgsl.WeightType, n int, per time.Duration) {
+	bytes := float64(n * n * 4)
+	switch {
+	case wt == wgsl.F16:
+		bytes /= 2
+	case wt.Quantized():
+		rb, _ := gguf.TensorType(wt.GGML()).RowBytes(uint64(n))
+		bytes = float64(n) * float64(rb)
+	}
+	b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
+	b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
 }
 
 // BenchmarkMatvecDRAM is BenchmarkMatvec4096 over 16 different 4096 x 4096 weights in turn
@@ -200,16 +206,7 @@ func BenchmarkMatvecDRAM(b *testing.B) {
 			}
 			defer release(bufs)
 			per := runTimed(b, d, p, runtime.StepBlock{M: 1}) / mats
-			bytes := float64(n * n * 4)
-			switch {
-			case wt == wgsl.F16:
-				bytes /= 2
-			case wt.Quantized():
-				rb, _ := gguf.TensorType(wt.GGML()).RowBytes(n)
-				bytes = float64(n) * float64(rb)
-			}
-			b.ReportMetric(bytes/per.Seconds()/1e9, "GB/s")
-			b.ReportMetric(per.Seconds()*1e3, "ms/matvec")
+			reportMatvec(b, wt, n, per)
 		})
 	}
 }
