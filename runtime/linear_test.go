@@ -7,7 +7,8 @@ import (
 )
 
 // blockedF16Bytes must lay out exactly what blocked does, as little-endian bytes, on awkward
-// shapes: k not a multiple of a group (8), rows not a multiple of a block.
+// shapes: k not a multiple of a group (8), rows not a multiple of a block; and its padding must
+// be zeros when the buffer it reuses held something else.
 func TestBlockedF16Bytes(t *testing.T) {
 	for _, shape := range [][2]int{{1, 1}, {3, 5}, {8, 4}, {9, 7}, {17, 12}, {16, 33}, {8, 16}, {2, 23}} {
 		rows, k := shape[0], shape[1]
@@ -20,6 +21,8 @@ func TestBlockedF16Bytes(t *testing.T) {
 			binary.Write(want, binary.LittleEndian, v)
 		}
 		binary.Write(raw, binary.LittleEndian, h)
+		dirty := bytes.Repeat([]byte{0xff}, 4096)
+		encodeBufs.Put(&dirty)
 		if got := blockedF16Bytes(raw.Bytes(), rows, k); !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%d x %d: blockedF16Bytes differs from blocked", rows, k)
 		}
