@@ -3,7 +3,15 @@ package runtime
 import (
 	"os"
 	"testing"
+
+	"github.com/wspec/wspec/weights/home/hometest"
 )
+
+// TestMain points the wspec home at the repository's .wspec, where the Dawn library is.
+func TestMain(m *testing.M) {
+	hometest.Set()
+	os.Exit(m.Run())
+}
 
 var sharedDevice *Device
 

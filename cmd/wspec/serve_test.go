@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,10 +43,7 @@ func TestServeFlags(t *testing.T) {
 // accepting, the request completes or is cancelled within --shutdown-timeout (its stream
 // ending with [DONE] either way), and the process exits 0.
 func TestServeSIGTERM(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "wspec")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := wspecBinary(t)
 	const bound = time.Second
 	cmd := exec.Command(bin, "serve", "--port", "0", "--speculative-mode", "ngram", "--shutdown-timeout", bound.String())
 	cmd.Env = append(os.Environ(), "WSPEC_API_KEY=") // no key from the environment

@@ -5,12 +5,11 @@ package devtest
 
 import (
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/weights/home"
+	"github.com/wspec/wspec/weights/home/hometest"
 )
 
 var (
@@ -24,6 +23,7 @@ func Device(t testing.TB) *runtime.Device {
 	mu.Lock()
 	defer mu.Unlock()
 	if shared == nil {
+		SetHome()
 		d, err := runtime.OpenDevice(runtime.AdapterChoice(os.Getenv("WSPEC_ADAPTER")))
 		if err != nil {
 			t.Fatalf("no WebGPU device (run ./setup.sh): %v", err)
@@ -33,24 +33,6 @@ func Device(t testing.TB) *runtime.Device {
 	return shared
 }
 
-// SetHome points the wspec home ($WSPEC_HOME, see weights/home) at the repository's .wspec,
-// where ./setup.sh installs the default model, unless it is set already: tests run in their
-// package's folder, and the engine looks for the default model (and writes the shipped
-// drafters) in the home folders, not above the working folder. For a TestMain.
-func SetHome() {
-	if os.Getenv(home.Env) != "" {
-		return
-	}
-	dir, err := os.Getwd()
-	for err == nil {
-		if _, e := os.Stat(filepath.Join(dir, "go.mod")); e == nil {
-			os.Setenv(home.Env, filepath.Join(dir, ".wspec"))
-			return
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return
-		}
-		dir = parent
-	}
-}
+// SetHome points the wspec home at the repository's .wspec (hometest.Set), where ./setup.sh
+// installs the default model and the Dawn library. For a TestMain; Device calls it too.
+func SetHome() { hometest.Set() }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 
 	"github.com/wspec/wspec/weights/home"
 )
@@ -38,11 +39,11 @@ func setupHint(goos string) string {
 	if goos == "linux" {
 		run = "run ./setup.sh (it installs the lavapipe Vulkan driver on Debian, then runs `wspec setup`, which downloads Dawn into .wspec/lib)"
 	}
-	return run + ", or set " + LibraryEnv + " to the path of " + LibraryFile(goos) + " (see README.md)"
+	return run + ", or set " + LibraryEnv + " to the path of " + LibraryFile(goos) + " (see `go doc ./runtime/webgpu`)"
 }
 
-// FindLibrary returns the library path: $WSPEC_WEBGPU_LIB when set (it must exist), else the
-// first existing file of searchPath for this OS.
+// FindLibrary returns the library's path: $WSPEC_WEBGPU_LIB when set (it must exist), else the
+// first existing file of searchPath for this OS. Its error names every path it tried.
 func FindLibrary() (string, error) {
 	if p := os.Getenv(LibraryEnv); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -50,51 +51,32 @@ func FindLibrary() (string, error) {
 		}
 		return p, nil
 	}
-	var wd, exeDir, cacheDir string
-	if d, err := os.Getwd(); err == nil {
-		wd = d
-	}
+	var exeDir string
 	if exe, err := os.Executable(); err == nil {
 		exeDir = filepath.Dir(exe)
 	}
-	if d, err := os.UserCacheDir(); err == nil {
-		cacheDir = d
-	}
-	for _, p := range searchPath(goruntime.GOOS, os.Getenv(home.Env), wd, exeDir, cacheDir) {
+	tried := searchPath(goruntime.GOOS, exeDir, home.Dirs())
+	for _, p := range tried {
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no %s in $%s/lib, in .wspec/lib above the working directory or the executable, or in the user cache folder's wspec/lib; %s",
-		ErrLibraryNotFound, LibraryName, home.Env, SetupHint)
+	return "", fmt.Errorf("%w: no %s at %s; %s", ErrLibraryNotFound, LibraryName, strings.Join(tried, ", "), SetupHint)
 }
 
-// searchPath lists where the library of goos is looked for, in order (empty folders are left
-// out): on Windows first beside the executable (where Windows itself looks for a program's
-// DLLs); then $WSPEC_HOME/lib/<file> (where `wspec setup` installs when it is set); then .wspec/lib/<file> in the working directory and every folder above it, the same
-// above the executable's folder; last <user cache dir>/wspec/lib/<file> (~/.cache on Linux,
-// ~/Library/Caches on macOS, %LocalAppData% on Windows).
-func searchPath(goos, homeDir, wd, exeDir, cacheDir string) []string {
+// searchPath lists where the library of goos is looked for, in order: on Windows first beside
+// the executable (where Windows itself looks for a program's DLLs); then lib/<file> in each
+// wspec home folder (homes: weights/home's Dirs, where `wspec setup` and ./setup.sh install).
+// Nothing above the working folder or the executable is searched, so a binary finds the same
+// library wherever it runs.
+func searchPath(goos, exeDir string, homes []string) []string {
 	name := LibraryFile(goos)
 	var out []string
 	if goos == "windows" && exeDir != "" {
 		out = append(out, filepath.Join(exeDir, name))
 	}
-	if homeDir != "" {
-		out = append(out, filepath.Join(homeDir, "lib", name))
-	}
-	for _, dir := range []string{wd, exeDir} {
-		for dir != "" {
-			out = append(out, filepath.Join(dir, ".wspec", "lib", name))
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	if cacheDir != "" {
-		out = append(out, filepath.Join(cacheDir, "wspec", "lib", name))
+	for _, d := range homes {
+		out = append(out, filepath.Join(d, "lib", name))
 	}
 	return out
 }
