@@ -5,7 +5,7 @@ package ref
 
 import "math"
 
-// The counter-based random generator shared by the device kernels (wgsl/rng.wgsl) and
+// The counter-based random generator shared by the device kernels (wgsl/common.wgsl) and
 // this package. A draw is a pure function of (seed, sequence, position, draw index), so a
 // seeded run gives the same numbers on any adapter and in any order of evaluation.
 //

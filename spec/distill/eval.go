@@ -11,8 +11,8 @@ import (
 // decoding as the scheduler runs it. At temperature 0 the target's output does not depend on
 // the drafts, so the target runs once per prompt (Reference) and every drafter and k is
 // replayed against that output, drafting from exactly the features the target computes for
-// the positions it verified; the counts are spec.Metrics, the scheduler's own (replay_test
-// checks them against real speculative decoding through the scheduler).
+// the positions it verified; the counts are spec.Metrics, the scheduler's own (sim_test
+// checks them against real speculative decoding through the scheduler, replay_test.go).
 
 // EvalSeq is the target's greedy output for one prompt, with its features at every position.
 type EvalSeq struct {
@@ -81,8 +81,8 @@ func Reference(t *Llama, prompts [][]int, maxNew int, aux []int) ([]*EvalSeq, er
 
 // SimDrafter is a drafter on the CPU, on a reference sequence: Propose sees ctx (a prefix of
 // seq.Tokens) and may read the target's features of positions up to len(ctx)-2, which the
-// target computed in its last verify step; Accept follows each step. SimMethod runs it
-// through the scheduler.
+// target computed in its last verify step; Accept follows each step. The tests also run it
+// through the scheduler (SimMethod in replay_test.go).
 type SimDrafter interface {
 	Name() string
 	Begin(seq *EvalSeq)

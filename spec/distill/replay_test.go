@@ -8,10 +8,10 @@ import (
 	"github.com/wspec/wspec/spec"
 )
 
-// The CPU drafters verified for real: the scheduler (spec/sched, the one loop) runs them as a
-// spec.Method on a CPU target, ref.Model (the reference of the device's step) over the
-// target's forward pass here, so that Simulate's counts can be checked against real
-// speculative decoding.
+// The CPU drafters verified for real, in the tests: the scheduler (spec/sched, the one loop)
+// runs them as a spec.Method on a CPU target, ref.Model (the reference of the device's step)
+// over the target's forward pass here, so that Simulate's counts can be checked against real
+// speculative decoding. Test code: runtime/ref stays out of the binary.
 
 // cpuSeq is one sequence of the target's forward pass on the CPU (a ref.SeqState).
 type cpuSeq struct {

@@ -6,8 +6,8 @@ import (
 	"github.com/wspec/wspec/weights"
 )
 
-// The drafters as spec.Decode drives them (spec/eagle.go, spec/medusa.go,
-// spec/draft_model.go), run on the CPU for Simulate.
+// The drafters as the scheduler drives them (spec/neural's eagle.go, medusa.go and
+// draft_model.go on the device), run on the CPU for Simulate.
 
 // SimEagle drafts with an EAGLE-1 or EAGLE-3 head as runtime/model's Eagle does: before each
 // draft it catches up on the positions the target verified since the last one (token

@@ -13,7 +13,7 @@ import (
 	"github.com/wspec/wspec/weights"
 )
 
-// The loop's exactness on the reference model (spec/exact runs the same on the device).
+// The loop's exactness on the reference model (spec/neural's sampler_test runs the same on the device).
 
 // loopCfg is a small random model whose greedy text soon falls into loops, where ngram hits.
 var loopCfg = weights.Config{Arch: "llama", Dim: 64, HiddenDim: 96, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 16,

@@ -1,5 +1,5 @@
 // Package schedtest is what the exactness tests of speculative decoding share (spec/sched's
-// on the reference model, spec/exact's on the device): a drafter that samples its drafts and
+// on the reference model, spec/neural's on the device): a drafter that samples its drafts and
 // returns their distribution, the exact joint distribution of a reference model's first
 // tokens, and the statistical checks that a sampler draws from it. Only tests import it.
 package schedtest
