@@ -88,6 +88,10 @@ type Method interface {
 type Needs struct {
 	AuxLayers []int // the target layers whose entering residual stream it reads (EAGLE-3)
 	Features  bool  // it reads the target's feature slots (EAGLE, EAGLE-3, Medusa)
+	// DraftQ: it samples its drafts and returns their distribution (Proposal.Q), so the
+	// target keeps room for it on the device (MaxLogitRows x vocab floats). One-hot drafters
+	// (all the shipped ones) leave it false.
+	DraftQ bool
 }
 
 // Checkpoint is a drafter's checkpoint read into host memory and checked against the

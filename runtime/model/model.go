@@ -41,6 +41,10 @@ type Options struct {
 	// drafts with a head reading the target's features at once (0: none; SlotPerSequence:
 	// MaxSeqs, one for every sequence a step can hold).
 	FeatureSlots int
+	// DraftQ keeps room for the distributions sampled drafts were drawn from
+	// (batch.SeqStep.Q: MaxLogitRows x vocab floats, 67 MB for Gemma 3's vocabulary); without
+	// it a step with Q is refused. For drafters that return q (spec.Needs.DraftQ).
+	DraftQ bool
 }
 
 // SlotPerSequence as Options.FeatureSlots gives every sequence a step can hold a slot.
@@ -188,6 +192,10 @@ func (m *Model) allocate() error {
 	chunk := o.PrefillChunk
 	qkvW := (c.NHeads + 2*c.NKVHeads) * c.HeadDim
 	maxPages := (c.MaxSeq + o.PageSize - 1) / o.PageSize
+	qSize := 4 // bound, never read: the sampler reads q only for a sequence that has it
+	if o.DraftQ {
+		qSize = o.MaxLogitRows * c.Vocab
+	}
 	sizes := []struct {
 		b *(*webgpu.Buffer)
 		n int
@@ -198,7 +206,7 @@ func (m *Model) allocate() error {
 		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, 20 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
 		{&m.rowsel, o.MaxLogitRows, "rowsel"}, {&m.logits, o.MaxLogitRows * c.Vocab, "logits"},
 		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, o.MaxLogitRows, "drafts"},
-		{&m.q, o.MaxLogitRows * c.Vocab, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
+		{&m.q, qSize, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
 		{&m.adj, 4 * m.adjCap, "logit_adjustments"}, {&m.lp, o.MaxLogitRows * runtime.LogprobStride, "logprobs"},
 	}
 	for _, s := range sizes {

@@ -270,6 +270,8 @@ func (m *Model) checkBatch(steps []batch.SeqStep) error {
 			return fmt.Errorf("%w: %d drafts among %d tokens (at most %d)", batch.ErrBadInput, st.NDraft, n, o.MaxDraft)
 		case st.NDraft > 0 && !st.Sample:
 			return fmt.Errorf("%w: drafts in a step that does not sample", batch.ErrBadInput)
+		case st.Q != nil && !o.DraftQ:
+			return fmt.Errorf("%w: drafts with q, but the model was made without Options.DraftQ", batch.ErrBadInput)
 		case st.Q != nil && len(st.Q) != st.NDraft*c.Vocab:
 			return fmt.Errorf("%w: q has %d values, want %d x %d", batch.ErrBadInput, len(st.Q), st.NDraft, c.Vocab)
 		case st.Keep < 0 || int(st.Keep) > len(m.slots) || (st.Keep > 0 && !m.slots[st.Keep-1].used):

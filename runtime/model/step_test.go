@@ -130,6 +130,7 @@ func TestStepRefusals(t *testing.T) {
 		{"pages", []batch.SeqStep{{Seq: a.seq, Tokens: make([]int, 20), Sample: true}, {Seq: b.seq, Tokens: make([]int, 12), Sample: true}}, kv.ErrPoolExhausted},
 		{"drafts without sampling", []batch.SeqStep{{Seq: b.seq, Tokens: []int{1, 2}, NDraft: 1}}, batch.ErrBadInput},
 		{"sequences", []batch.SeqStep{{Seq: a.seq, Tokens: []int{1}}, {Seq: b.seq, Tokens: []int{1}}, {Seq: m.NewSession().seq, Tokens: []int{1}}, {Seq: m.NewSession().seq, Tokens: []int{1}}}, batch.ErrBadInput},
+		{"q without DraftQ", []batch.SeqStep{{Seq: a.seq, Tokens: []int{1, 2}, NDraft: 1, Sample: true, Q: make([]float32, cfg.Vocab)}}, batch.ErrBadInput},
 	}
 	for _, tc := range cases {
 		inUse, lenA := m.Pool().InUse(), a.Len()
@@ -140,5 +141,16 @@ func TestStepRefusals(t *testing.T) {
 			t.Errorf("%s: the refused step changed the caches", tc.name)
 		}
 	}
-
+	// The drafts' distributions take room only in a model made for a drafter that returns them.
+	if m.q.Size > 16 {
+		t.Errorf("q buffer of %d bytes without DraftQ", m.q.Size)
+	}
+	withQ, err := New(testDevice(t), ref.RandomLlama(cfg, 1), Options{PageSize: 8, Pages: 4, PrefillChunk: 32, MaxSeqs: 3, DraftQ: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withQ.Release()
+	if want := uint64(4 * withQ.Opts.MaxLogitRows * cfg.Vocab); withQ.q.Size != want {
+		t.Errorf("q buffer of %d bytes with DraftQ, want %d", withQ.q.Size, want)
+	}
 }

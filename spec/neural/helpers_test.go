@@ -34,7 +34,7 @@ func newDeviceModel(t testing.TB, w *weights.LlamaWeights) *model.Model {
 // newDeviceModelKV is newDeviceModel with a KV cache of type kv.
 func newDeviceModelKV(t testing.TB, w *weights.LlamaWeights, kv wgsl.WeightType) *model.Model {
 	t.Helper()
-	m, err := model.New(loopDevice(t), w, model.Options{PageSize: 8, PrefillChunk: 32, FeatureSlots: model.SlotPerSequence, KVType: kv})
+	m, err := model.New(loopDevice(t), w, model.Options{PageSize: 8, PrefillChunk: 32, FeatureSlots: model.SlotPerSequence, KVType: kv, DraftQ: true})
 	if err != nil {
 		t.Fatal(err)
 	}
