@@ -31,7 +31,11 @@ func runBench(args []string) error {
 		return err
 	}
 	if *prompts != "" {
-		b, err := newSpecBench(*modelDir, *adapter, *dtype, *prompts, *maxPrompts, *drafters, *ks, *temps, *tokens)
+		if fs.Changed("speculative-mode") || fs.Changed("speculative-config") || fs.Changed("num-speculative-tokens") {
+			return fmt.Errorf("with --prompts the drafters are --drafters and the draft lengths --ks (not --speculative-mode, --speculative-config or -k)")
+		}
+		b, err := newSpecBench(specBenchFlags{model: *modelDir, adapter: *adapter, dtype: *dtype, draftModel: *sf.draft,
+			prompts: *prompts, maxPrompts: *maxPrompts, drafters: *drafters, ks: *ks, temps: *temps, tokens: *tokens})
 		if err != nil {
 			return err
 		}

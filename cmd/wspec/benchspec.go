@@ -22,6 +22,7 @@ import (
 // measured in the same run on the same tokens.
 type specBench struct {
 	model, adapter, dtype string
+	draftModel            string // the drafter checkpoint of the one mode benchmarked ("": the shipped one)
 	prompts               []string
 	drafters              []string
 	ks                    []int // 0: adaptive (up to maxK)
@@ -49,9 +50,19 @@ type specBenchRow struct {
 	StepMs               float64   `json:"step_ms"`                 // mean target step (verify) wall time
 }
 
+// specBenchFlags are the flags of a drafter benchmark, as given.
+type specBenchFlags struct {
+	model, adapter, dtype, draftModel string
+	prompts                           string // the prompt file
+	maxPrompts                        int
+	drafters, ks, temps               string
+	tokens                            int
+}
+
 // newSpecBench checks the flags of a drafter benchmark.
-func newSpecBench(model, adapter, dtype, promptFile string, maxPrompts int, drafters, ks, temps string, tokens int) (*specBench, error) {
-	b := &specBench{model: model, adapter: adapter, dtype: dtype, tokens: tokens, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
+func newSpecBench(f specBenchFlags) (*specBench, error) {
+	model, adapter, dtype, promptFile, maxPrompts, drafters, ks, temps, tokens := f.model, f.adapter, f.dtype, f.prompts, f.maxPrompts, f.drafters, f.ks, f.temps, f.tokens
+	b := &specBench{model: model, adapter: adapter, dtype: dtype, draftModel: f.draftModel, tokens: tokens, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
 	switch {
 	case tokens < 1:
 		return nil, fmt.Errorf("--tokens %d: want at least 1", tokens)
@@ -78,6 +89,9 @@ func newSpecBench(model, adapter, dtype, promptFile string, maxPrompts int, draf
 			}
 			b.drafters = append(b.drafters, d)
 		}
+	}
+	if b.draftModel != "" && len(b.drafters) != 1 {
+		return nil, fmt.Errorf("--draft-model %s is one drafter's checkpoint: give its mode alone in --drafters (not %q)", b.draftModel, drafters)
 	}
 	for _, t := range strings.Split(temps, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(t), 32)
@@ -144,7 +158,7 @@ func parseKs(s string) ([]int, error) {
 func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 	var rows []specBenchRow
 	for _, d := range b.drafters {
-		sc := &spec.Config{Mode: d, NumSpeculativeTokens: b.maxK}
+		sc := &spec.Config{Mode: d, NumSpeculativeTokens: b.maxK, Model: b.draftModel}
 		// each prompt runs plain and speculative: no prefix cache, so both compute it
 		e, err := engine.Load(b.model, engine.Options{Adapter: b.adapter, DType: b.dtype, Speculative: sc, NoPrefixCaching: true})
 		if err != nil {

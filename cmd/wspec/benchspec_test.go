@@ -25,7 +25,12 @@ func TestNewSpecBenchRefuses(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "p.txt")
 	os.WriteFile(p, []byte("a\n\nb\nc\n"), 0o644)
-	b, err := newSpecBench("", "", "f32", p, 2, "ngram", "adaptive", "0,0.8", 16)
+	flags := func(prompts string, maxPrompts int, drafters, temps string, tokens int) specBenchFlags {
+		return specBenchFlags{dtype: "f32", prompts: prompts, maxPrompts: maxPrompts, drafters: drafters, ks: "4", temps: temps, tokens: tokens}
+	}
+	f := flags(p, 2, "ngram", "0,0.8", 16)
+	f.ks = "adaptive"
+	b, err := newSpecBench(f)
 	if err != nil || !slices.Equal(b.prompts, []string{"a", "b"}) || b.maxK != 8 || len(b.temps) != 2 {
 		t.Fatalf("%+v, %v", b, err)
 	}
@@ -37,15 +42,35 @@ func TestNewSpecBenchRefuses(t *testing.T) {
 		{p, "ngram", "-1", "bad temperature"},
 		{p, "ngram", "NaN", "bad temperature"},
 	} {
-		if _, err := newSpecBench("", "", "f32", tc.prompts, 0, tc.drafters, "4", tc.temps, 16); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := newSpecBench(flags(tc.prompts, 0, tc.drafters, tc.temps, 16)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v", tc, err)
 		}
 	}
-	if _, err := newSpecBench("", "", "f32", p, 0, "ngram", "4", "0", 0); err == nil || !strings.Contains(err.Error(), "--tokens 0") {
+	if _, err := newSpecBench(flags(p, 0, "ngram", "0", 0)); err == nil || !strings.Contains(err.Error(), "--tokens 0") {
 		t.Errorf("--tokens 0: got %v", err)
 	}
-	if _, err := newSpecBench("", "", "f32", p, -1, "ngram", "4", "0", 16); err == nil || !strings.Contains(err.Error(), "--max-prompts -1") {
+	if _, err := newSpecBench(flags(p, -1, "ngram", "0", 16)); err == nil || !strings.Contains(err.Error(), "--max-prompts -1") {
 		t.Errorf("--max-prompts -1: got %v", err)
+	}
+	// --draft-model is one drafter's checkpoint: it needs its mode alone, and then is the one
+	// benchmarked.
+	d := flags(p, 0, "all", "0", 16)
+	d.draftModel = "/some/draft"
+	if _, err := newSpecBench(d); err == nil || !strings.Contains(err.Error(), "--draft-model") {
+		t.Errorf("--draft-model with all drafters: got %v", err)
+	}
+	d.drafters = "draft_model"
+	if b, err := newSpecBench(d); err != nil || b.draftModel != "/some/draft" {
+		t.Errorf("--draft-model with draft_model: %+v, %v", b, err)
+	}
+	// The run loads that checkpoint, not the shipped drafter: a missing one is an error naming it.
+	missing := filepath.Join(dir, "no-such-drafter")
+	err = runBench([]string{"--prompts", p, "--drafters", "draft_model", "--draft-model", missing, "--ks", "1", "--temperatures", "0", "--tokens", "2"})
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("bench --prompts --draft-model %s: got %v, want an error naming it", missing, err)
+	}
+	if err := runBench([]string{"--prompts", p, "--speculative-mode", "ngram"}); err == nil || !strings.Contains(err.Error(), "--drafters") {
+		t.Errorf("bench --prompts --speculative-mode: got %v", err)
 	}
 }
 
