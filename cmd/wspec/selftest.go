@@ -18,7 +18,7 @@ func runSelftest(args []string) error {
 	adapter := fs.String("adapter", "all", "adapter: all, an index, a backend or a type (see wspec devices)")
 	filter := fs.String("filter", "", "run only cases whose name contains this (e.g. matmul, attention/f16)")
 	jsonPath := fs.String("json", "selftest.json", "write the reports here as JSON (empty: don't)")
-	quick := fs.Bool("quick", false, "the quick tier: every kernel, variant and awkward size on fewer block shapes (about half the pipelines to compile)")
+	quick := fs.Bool("quick", false, "the quick tier: every kernel, variant and awkward size, the fusions on the decode block only (about a third of the pipelines to compile)")
 	verbose := fs.BoolP("verbose", "v", false, "print every failing case as it fails")
 	if err := fs.Parse(args); err != nil {
 		return err

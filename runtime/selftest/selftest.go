@@ -141,8 +141,9 @@ type Options struct {
 	// comma-separated parts); "" keeps all.
 	Filter string
 	// Full runs every case. The quick tier (the default) keeps every kernel, weight type and
-	// fusion and every awkward size, on fewer block shapes and step heights: a fraction of the
-	// pipelines to compile, which is most of a first run's time on a CPU adapter.
+	// fusion and every awkward size, the fusions on the decode block only, and fewer step
+	// heights: a fraction of the pipelines to compile, which is most of a first run's time on
+	// a CPU adapter.
 	Full bool
 	// Ctx stops the run between two cases when it is done; what finished is returned.
 	Ctx context.Context
