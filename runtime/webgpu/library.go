@@ -1,9 +1,5 @@
 //go:build !js
 
-// Package webgpu is wspec's binding to the compute subset of webgpu.h. The library (Dawn) is
-// loaded at run time (LoadLibraryExW on Windows, dlopen elsewhere), so building and vetting need
-// no library on the machine; every failure comes back as a Go error. Struct layouts follow the
-// pinned Dawn build (see abi.h).
 package webgpu
 
 /*

@@ -1,8 +1,3 @@
-// Package web is wspec in a web page: the engine compiled to WebAssembly behind a small
-// JavaScript API (static/wspec.js), the page that uses it (static/index.html), and, in the
-// native build, the server `wspec web` runs to give the page its files on loopback. The
-// browser's WebGPU binding is runtime/webgpu's syscall/js half; nothing here is in the native
-// engine's path.
 package web
 
 import (
