@@ -1,7 +1,8 @@
 // Package runtime runs wspec's WGSL kernels on a WebGPU device: adapter choice, the pipeline
 // cache, buffers and weight matrices, and recorded programs (a step's dispatches in one
 // submit). The model on the device is runtime/model; the KV page pool's bookkeeping is
-// runtime/kv, a step's contract runtime/batch, the pure-Go references runtime/ref.
+// runtime/kv, a step's contract runtime/batch; the pure-Go references are runtime/kernelref
+// (the kernels) and runtime/ref (the model).
 package runtime
 
 import (

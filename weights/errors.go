@@ -1,6 +1,10 @@
 package weights
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/wspec/wspec/weights/tokenizer"
+)
 
 // Sentinel errors. Every error this package returns for bad input wraps one of
 // these (test with errors.Is), together with a message that names the file,
@@ -29,6 +33,8 @@ var (
 	// ErrFolderExists: an output folder that already holds files (a model or
 	// anything else), which a writer replaces only when told to.
 	ErrFolderExists = errors.New("weights: output folder is not empty")
-	// ErrBadTokenizer: a tokenizer.json or tokenizer_config.json that is malformed.
-	ErrBadTokenizer = errors.New("weights: bad tokenizer")
+	// ErrBadTokenizer: a tokenizer.json, tokenizer_config.json or GGUF tokenizer that is
+	// malformed (package tokenizer's ErrBad). A tokenizer feature that is not implemented
+	// wraps both ErrUnsupported and tokenizer.ErrUnsupported.
+	ErrBadTokenizer = tokenizer.ErrBad
 )

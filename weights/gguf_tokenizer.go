@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // The pre-tokenizers of byte-level BPE, by the name llama.cpp gives them (tokenizer.ggml.pre):
@@ -34,7 +35,7 @@ const (
 // "gpt2", here; SentencePiece, "llama", in ggufSPM), as the tokenizer.json and tokenizer_config.json it stands for: the tokens in id order
 // ([PADn] fillers left out), control and user-defined tokens as added tokens, the merges, the
 // pre-tokenizer its name stands for, BOS and EOS and whether BOS is added.
-func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {
+func ggufTokenizer(f *gguf.File) (*tokenizer.Tokenizer, error) {
 	m := &ggufMeta{f: f}
 	switch model := m.str("tokenizer.ggml.model"); model {
 	case "gpt2":
@@ -84,7 +85,7 @@ func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {
 
 // ggufParse builds the tokenizer from the tokenizer.json document doc and the file's BOS, EOS
 // and add_bos_token.
-func ggufParse(f *gguf.File, m *ggufMeta, doc map[string]any, tokens []string, types []int32) (*Tokenizer, error) {
+func ggufParse(f *gguf.File, m *ggufMeta, doc map[string]any, tokens []string, types []int32) (*tokenizer.Tokenizer, error) {
 	cfg := map[string]any{}
 	name := func(key string) any {
 		if _, ok := f.Get(key); !ok {
@@ -115,7 +116,7 @@ func ggufParse(f *gguf.File, m *ggufMeta, doc map[string]any, tokens []string, t
 	if err != nil {
 		return nil, err
 	}
-	return parseTokenizer(tj, cj)
+	return tokenizer.Parse(tj, cj)
 }
 
 // ggufArray is a metadata array of element type T.

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // llama.cpp's token types for SentencePiece vocabularies (with ggufTokenControl and the rest).
@@ -19,7 +20,7 @@ const (
 // on a tie; the same merges, ranked by that score (equal scores, equal ranks), make the BPE
 // merge the same pairs. "▁" replaces spaces, and one is prepended unless add_space_prefix is
 // false; unknown characters fall back to the <0xXX> byte tokens.
-func ggufSPM(f *gguf.File, m *ggufMeta) (*Tokenizer, error) {
+func ggufSPM(f *gguf.File, m *ggufMeta) (*tokenizer.Tokenizer, error) {
 	tokens, err := ggufArray[string](f, "tokenizer.ggml.tokens")
 	if err != nil {
 		return nil, err
@@ -105,11 +106,7 @@ func ggufSPM(f *gguf.File, m *ggufMeta) (*Tokenizer, error) {
 		if i == 0 || mg.score != last {
 			rank, last = int32(i), mg.score
 		}
-		k := pairKey(int32(vocab[mg.a]), int32(vocab[mg.b]))
-		if e, ok := t.merges[k]; ok && e.result == int32(vocab[mg.a+mg.b]) {
-			e.rank = rank
-			t.merges[k] = e
-		}
+		t.SetMergeRank(mg.a, mg.b, rank)
 	}
 	return t, nil
 }

@@ -1,11 +1,13 @@
 package weights
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // Model is a model to load: its configuration, tokenizer and tensors, from a Hugging Face
@@ -13,7 +15,7 @@ import (
 // its shape; a tokenizer that fits the vocabulary).
 type Model struct {
 	Config    *Config
-	Tokenizer *Tokenizer
+	Tokenizer *tokenizer.Tokenizer
 	Source    HalfSource
 	// ChatTemplate is a GGUF file's tokenizer.chat_template ("" for a folder, whose
 	// tokenizer_config.json the server reads).
@@ -64,10 +66,10 @@ func openModel(path string, withTokenizer bool) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tok *Tokenizer
+	var tok *tokenizer.Tokenizer
 	if withTokenizer {
-		if tok, err = LoadTokenizer(path); err != nil {
-			return nil, err
+		if tok, err = tokenizer.Load(path); err != nil {
+			return nil, tokenizerErr(err)
 		}
 	}
 	ck, err := openCheckpointWithin(path, cfg.budget(0))
@@ -102,7 +104,7 @@ func openGGUF(path string) (*Model, error) {
 	}
 	tok, err := ggufTokenizer(f)
 	if err != nil {
-		return fail(err)
+		return fail(tokenizerErr(err))
 	}
 	src := &ggufSource{f: f, c: cfg, mapped: mappedFiles}
 	if err := cfg.checkSource(src); err != nil {
@@ -147,4 +149,13 @@ func ModelConfig(path string) (*Config, error) {
 	}
 	c.SlidingLayers = append([]bool(nil), c.SlidingLayers...)
 	return c, nil
+}
+
+// tokenizerErr makes a tokenizer feature that is not implemented this package's
+// ErrUnsupported too, as every other unsupported feature of a checkpoint is.
+func tokenizerErr(err error) error {
+	if errors.Is(err, tokenizer.ErrUnsupported) && !errors.Is(err, ErrUnsupported) {
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return err
 }

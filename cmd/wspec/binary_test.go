@@ -73,3 +73,18 @@ func TestLibraryNotFoundFromSubfolder(t *testing.T) {
 		t.Errorf("the library above the working folder was looked at:\n%s", msg)
 	}
 }
+
+// The binary links none of the packages that only tests may import: the reference model and
+// the tests' helpers.
+func TestBinaryLinksNoTestPackages(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		switch strings.TrimPrefix(p, "github.com/wspec/wspec/") {
+		case "runtime/ref", "runtime/devtest", "spec/sched/schedtest", "weights/home/hometest", "spec/web/webtest":
+			t.Errorf("wspec links %s, which only tests may import", p)
+		}
+	}
+}

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 )
 
 // Greedy decoding with logit bias and penalties on the device, verifying drafts (right and
-// wrong) on the way, gives the tokens and logprobs of a reference that applies ref.Penalties
+// wrong) on the way, gives the tokens and logprobs of a reference that applies kernelref.Penalties
 // to the reference model's logits one token at a time.
 func TestStepProcessorsMatchRef(t *testing.T) {
 	w := ref.RandomLlama(testConfigs[1], 9)
@@ -22,7 +23,7 @@ func TestStepProcessorsMatchRef(t *testing.T) {
 	prompt := []int{1, 2, 3, 4, 5, 3}
 	bias := map[int]float32{7: 2.5, 9: -100, 2: 1}
 	smp := batch.Sampling{PresencePenalty: 0.3, FrequencyPenalty: 0.5, RepetitionPenalty: 1.4, LogitBias: bias, Logprobs: true, TopLogprobs: 3}
-	pen := ref.Penalties{Presence: smp.PresencePenalty, Frequency: smp.FrequencyPenalty, Repetition: smp.RepetitionPenalty, Bias: bias}
+	pen := kernelref.Penalties{Presence: smp.PresencePenalty, Frequency: smp.FrequencyPenalty, Repetition: smp.RepetitionPenalty, Bias: bias}
 	inPrompt := map[int]bool{}
 	for _, tk := range prompt {
 		inPrompt[tk] = true
@@ -38,8 +39,8 @@ func TestStepProcessorsMatchRef(t *testing.T) {
 	var wantTop [][]int
 	for len(want) < n {
 		p := pen.Apply(row, inPrompt, want)
-		tok := ref.Argmax(p)
-		lp, top, _ := ref.Logprobs(p, tok, 3)
+		tok := kernelref.Argmax(p)
+		lp, top, _ := kernelref.Logprobs(p, tok, 3)
 		want, wantLp, wantTop = append(want, tok), append(wantLp, lp), append(wantTop, top)
 		row, _ = st.Forward([]int{tok})
 	}

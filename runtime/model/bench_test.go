@@ -8,6 +8,7 @@ import (
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 	"github.com/wspec/wspec/wgsl"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkDecodeStories15M(b *testing.B) {
 	if err != nil {
 		b.Fatalf("%v (run ./setup.sh)", err)
 	}
-	tok, err := weights.LoadTokenizer(storiesDir)
+	tok, err := tokenizer.Load(storiesDir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 )
 
@@ -53,7 +54,7 @@ func TestFeatureSlots(t *testing.T) {
 				}
 				continue
 			}
-			emb := ref.Embed(w.Embed, toks, dim)
+			emb := kernelref.Embed(w.Embed, toks, dim)
 			for j, l := range aux {
 				want := emb
 				if l > 0 {

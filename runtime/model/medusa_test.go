@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -14,7 +15,7 @@ import (
 // small tolerance of the maximum (the device and the reference round differently).
 func checkArgmax(t *testing.T, what string, got int, logits []float32) {
 	t.Helper()
-	best := ref.Argmax(logits)
+	best := kernelref.Argmax(logits)
 	if got == best {
 		return
 	}

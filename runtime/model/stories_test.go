@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // stories15M is converted by setup.sh into the project's .wspec folder.
@@ -18,7 +20,7 @@ func TestStories15MGreedyMatchesReference(t *testing.T) {
 	if _, err := os.Stat(storiesDir + "/config.json"); err != nil {
 		t.Fatalf("stories15M not converted (%v): run ./setup.sh", err)
 	}
-	tok, err := weights.LoadTokenizer(storiesDir)
+	tok, err := tokenizer.Load(storiesDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestStories15MGreedyMatchesReference(t *testing.T) {
 	var stop []int
 	for _, prompt := range []string{"Once upon a time", "The little dog", "Lily and Tom went to the park. They"} {
 		ids := tok.Encode(prompt, true)
-		want := ref.Generate(host, ids, 200, ref.SamplingParams{}, 0, stop)
+		want := ref.Generate(host, ids, 200, kernelref.SamplingParams{}, 0, stop)
 		s := m.NewSession()
 		var got []int
 		next := ids

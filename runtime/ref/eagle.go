@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"slices"
 
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -25,7 +26,7 @@ type EagleState struct {
 // serves when w has none, and whose LM head EAGLE-1 uses).
 func NewEagleState(w *weights.Eagle, tw *weights.LlamaWeights) *EagleState {
 	c := w.Cfg
-	s := &EagleState{w: w, embed: w.Embed, lmHead: w.LMHead, invFreq: RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling)}
+	s := &EagleState{w: w, embed: w.Embed, lmHead: w.LMHead, invFreq: kernelref.RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling)}
 	if s.embed == nil {
 		s.embed = tw.Embed
 	}
@@ -62,10 +63,12 @@ func (s *EagleState) Forward(tokens []int, feats []float32, width int) (logits, 
 	w, c := s.w, s.w.Cfg
 	M, H, hd := len(tokens), c.Dim, c.HeadDim
 	nH, nKV := c.NHeads, c.NKVHeads
-	check("EagleState.Forward feats", feats, M*width)
+	if len(feats) != M*width {
+		panic(fmt.Sprintf("ref: EagleState.Forward feats has %d values, want %d", len(feats), M*width))
+	}
 	eps := c.RMSEps
-	e := Embed(s.embed, tokens, H) // [M, H]
-	var g, u []float32             // [M, H], [M, in]
+	e := kernelref.Embed(s.embed, tokens, H) // [M, H]
+	var g, u []float32                       // [M, H], [M, in]
 	in := H
 	if w.Kind == weights.EagleKind1 {
 		if width != H {
@@ -75,15 +78,15 @@ func (s *EagleState) Forward(tokens []int, feats []float32, width int) (logits, 
 		for m := range M {
 			cat = append(append(cat, e[m*H:(m+1)*H]...), feats[m*H:(m+1)*H]...)
 		}
-		g = MatMul(cat, w.FC, w.FCBias, nil, M, H, 2*H)
+		g = kernelref.MatMul(cat, w.FC, w.FCBias, nil, M, H, 2*H)
 		u = g
 	} else {
 		g = feats
 		if width != H {
-			g = MatMul(feats, w.FC, nil, nil, M, H, width)
+			g = kernelref.MatMul(feats, w.FC, nil, nil, M, H, width)
 		}
 		in = 2 * H
-		en, gn := RMSNorm(e, w.InputNorm, M, H, eps), RMSNorm(g, w.HidNorm, M, H, eps)
+		en, gn := kernelref.RMSNorm(e, w.InputNorm, M, H, eps), kernelref.RMSNorm(g, w.HidNorm, M, H, eps)
 		u = make([]float32, 0, M*in)
 		for m := range M {
 			u = append(append(u, en[m*H:(m+1)*H]...), gn[m*H:(m+1)*H]...)
@@ -93,30 +96,30 @@ func (s *EagleState) Forward(tokens []int, feats []float32, width int) (logits, 
 	for m := range pos {
 		pos[m] = s.n + m
 	}
-	qm := MatMul(u, w.Wq, nil, nil, M, nH*hd, in)
-	km := MatMul(u, w.Wk, nil, nil, M, nKV*hd, in)
-	vm := MatMul(u, w.Wv, nil, nil, M, nKV*hd, in)
-	Rope(qm, pos, M, nH, hd, s.invFreq)
-	Rope(km, pos, M, nKV, hd, s.invFreq)
+	qm := kernelref.MatMul(u, w.Wq, nil, nil, M, nH*hd, in)
+	km := kernelref.MatMul(u, w.Wk, nil, nil, M, nKV*hd, in)
+	vm := kernelref.MatMul(u, w.Wv, nil, nil, M, nKV*hd, in)
+	kernelref.Rope(qm, pos, M, nH, hd, s.invFreq)
+	kernelref.Rope(km, pos, M, nKV, hd, s.invFreq)
 	s.k, s.v = append(s.k, km...), append(s.v, vm...)
 	s.n += M
-	att := Attention(qm, s.k, s.v, pos, M, s.n, nH, nKV, hd)
-	a := MatMul(att, w.Wo, nil, g, M, H, nH*hd)
-	n := RMSNorm(a, w.PostNorm, M, H, eps)
-	gate := MatMul(n, w.WGate, nil, nil, M, c.HiddenDim, H)
-	up := MatMul(n, w.WUp, nil, nil, M, c.HiddenDim, H)
-	out = MatMul(SwiGLU(gate, up), w.WDown, nil, a, M, H, c.HiddenDim)
+	att := kernelref.Attention(qm, s.k, s.v, pos, M, s.n, nH, nKV, hd)
+	a := kernelref.MatMul(att, w.Wo, nil, g, M, H, nH*hd)
+	n := kernelref.RMSNorm(a, w.PostNorm, M, H, eps)
+	gate := kernelref.MatMul(n, w.WGate, nil, nil, M, c.HiddenDim, H)
+	up := kernelref.MatMul(n, w.WUp, nil, nil, M, c.HiddenDim, H)
+	out = kernelref.MatMul(kernelref.SwiGLU(gate, up), w.WDown, nil, a, M, H, c.HiddenDim)
 	x := out
 	if w.Kind == weights.EagleKind3 {
-		x = RMSNorm(out, w.Norm, M, H, eps)
+		x = kernelref.RMSNorm(out, w.Norm, M, H, eps)
 	}
 	rows := len(s.lmHead) / H
-	return MatMul(x, s.lmHead, nil, nil, M, rows, H), out
+	return kernelref.MatMul(x, s.lmHead, nil, nil, M, rows, H), out
 }
 
 // Token is the target id of the argmax of a logits row (through d2t for EAGLE-3).
 func (s *EagleState) Token(row []float32) int {
-	id := Argmax(row)
+	id := kernelref.Argmax(row)
 	if s.w.D2T != nil {
 		id += int(s.w.D2T[id])
 	}
@@ -150,9 +153,9 @@ func EagleFeatures(tw *weights.LlamaWeights, tokens []int, hidden [][]float32, a
 	c := tw.Cfg
 	M, dim := len(tokens), c.Dim
 	if aux == nil {
-		return RMSNorm(hidden[c.NLayers-1], tw.Norm, M, dim, c.RMSEps)
+		return kernelref.RMSNorm(hidden[c.NLayers-1], tw.Norm, M, dim, c.RMSEps)
 	}
-	emb := Embed(tw.Embed, tokens, dim)
+	emb := kernelref.Embed(tw.Embed, tokens, dim)
 	out := make([]float32, 0, M*len(aux)*dim)
 	for m := range M {
 		for _, l := range aux {

@@ -3,6 +3,7 @@ package ref
 import (
 	"fmt"
 
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -23,9 +24,9 @@ func NewLlamaState(w *weights.LlamaWeights) *LlamaState {
 	s := &LlamaState{w: w, k: make([][]float32, c.NLayers), v: make([][]float32, c.NLayers)}
 	for l := range c.NLayers {
 		if c.Sliding(l) {
-			s.invFreq = append(s.invFreq, RopeInvFreq(c.HeadDim, c.RopeLocalTheta, nil))
+			s.invFreq = append(s.invFreq, kernelref.RopeInvFreq(c.HeadDim, c.RopeLocalTheta, nil))
 		} else {
-			s.invFreq = append(s.invFreq, RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling))
+			s.invFreq = append(s.invFreq, kernelref.RopeInvFreq(c.HeadDim, c.RopeTheta, c.RopeScaling))
 		}
 	}
 	return s

@@ -1,3 +1,7 @@
+// Package ref is the reference model: the Llama forward pass, a model's batched step
+// (Model, the scheduler's device-free target) and the drafter heads (EAGLE, Medusa), in pure
+// Go over runtime/kernelref's kernels. Tests check the device model and the drafters against
+// it; nothing in the wspec binary imports it.
 package ref
 
 import (
@@ -5,6 +9,7 @@ import (
 	"math/rand"
 	"slices"
 
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -109,13 +114,15 @@ func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32
 		pos[m] = s.n + m
 	}
 	T := s.n + M
-	norm := func(x, nw []float32, rows, n int) []float32 { return RMSNorm(x, NormWeight(c, nw), rows, n, c.RMSEps) }
+	norm := func(x, nw []float32, rows, n int) []float32 {
+		return kernelref.RMSNorm(x, NormWeight(c, nw), rows, n, c.RMSEps)
+	}
 	scale := c.AttnScale
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(hd))
 	}
 
-	x := Embed(w.Embed, tokens, dim) // [M, dim]
+	x := kernelref.Embed(w.Embed, tokens, dim) // [M, dim]
 	if c.EmbedScale > 0 {
 		for i := range x {
 			x[i] = float32(float64(x[i]) * c.EmbedScale)
@@ -124,46 +131,46 @@ func (s *LlamaState) Forward(tokens []int) (logits []float32, hidden [][]float32
 	hidden = make([][]float32, c.NLayers)
 	for l := range w.Layers {
 		ly := &w.Layers[l]
-		h := norm(x, ly.AttnNorm, M, dim)              // [M, dim]
-		qm := MatMul(h, ly.Wq, ly.Bq, nil, M, q, dim)  // [M, nH, hd]
-		km := MatMul(h, ly.Wk, ly.Bk, nil, M, kv, dim) // [M, nKV, hd]
-		vm := MatMul(h, ly.Wv, ly.Bv, nil, M, kv, dim) // [M, nKV, hd]
+		h := norm(x, ly.AttnNorm, M, dim)                        // [M, dim]
+		qm := kernelref.MatMul(h, ly.Wq, ly.Bq, nil, M, q, dim)  // [M, nH, hd]
+		km := kernelref.MatMul(h, ly.Wk, ly.Bk, nil, M, kv, dim) // [M, nKV, hd]
+		vm := kernelref.MatMul(h, ly.Wv, ly.Bv, nil, M, kv, dim) // [M, nKV, hd]
 		if c.QKNorm {
 			qm = norm(qm, ly.QNorm, M*nH, hd) // each [hd] head by itself
 			km = norm(km, ly.KNorm, M*nKV, hd)
 		}
-		Rope(qm, pos, M, nH, hd, s.invFreq[l])
-		Rope(km, pos, M, nKV, hd, s.invFreq[l])
+		kernelref.Rope(qm, pos, M, nH, hd, s.invFreq[l])
+		kernelref.Rope(km, pos, M, nKV, hd, s.invFreq[l])
 		kCache, vCache := s.appendKV(l, km, vm) // [T, nKV, hd]
 		window := 0
 		if c.Sliding(l) {
 			window = c.SlidingWindow
 		}
-		att := AttentionWindow(qm, kCache, vCache, pos, M, T, nH, nKV, hd, scale, window) // [M, nH, hd]
+		att := kernelref.AttentionWindow(qm, kCache, vCache, pos, M, T, nH, nKV, hd, scale, window) // [M, nH, hd]
 		if c.PostNorms {
-			x = Add(x, norm(MatMul(att, ly.Wo, nil, nil, M, dim, q), ly.PostAttn, M, dim)) // [M, dim]
+			x = kernelref.Add(x, norm(kernelref.MatMul(att, ly.Wo, nil, nil, M, dim, q), ly.PostAttn, M, dim)) // [M, dim]
 		} else {
-			x = MatMul(att, ly.Wo, nil, x, M, dim, q) // [M, dim]
+			x = kernelref.MatMul(att, ly.Wo, nil, x, M, dim, q) // [M, dim]
 		}
 
-		h = norm(x, ly.FFNNorm, M, dim)                            // [M, dim]
-		gate := MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim) // [M, hidden]
-		up := MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)     // [M, hidden]
-		act := SwiGLU(gate, up)                                    // [M, hidden]
+		h = norm(x, ly.FFNNorm, M, dim)                                      // [M, dim]
+		gate := kernelref.MatMul(h, ly.WGate, nil, nil, M, c.HiddenDim, dim) // [M, hidden]
+		up := kernelref.MatMul(h, ly.WUp, nil, nil, M, c.HiddenDim, dim)     // [M, hidden]
+		act := kernelref.SwiGLU(gate, up)                                    // [M, hidden]
 		if c.GeluTanh {
-			act = GeGLU(gate, up)
+			act = kernelref.GeGLU(gate, up)
 		}
 		if c.PostNorms {
-			x = Add(x, norm(MatMul(act, ly.WDown, nil, nil, M, dim, c.HiddenDim), ly.PostFFN, M, dim))
+			x = kernelref.Add(x, norm(kernelref.MatMul(act, ly.WDown, nil, nil, M, dim, c.HiddenDim), ly.PostFFN, M, dim))
 		} else {
-			x = MatMul(act, ly.WDown, nil, x, M, dim, c.HiddenDim) // [M, dim]
+			x = kernelref.MatMul(act, ly.WDown, nil, x, M, dim, c.HiddenDim) // [M, dim]
 		}
 		hidden[l] = slices.Clone(x)
 	}
 	s.n = T
 
-	x = norm(x, w.Norm, M, dim)                             // [M, dim]
-	logits = MatMul(x, w.LMHead, nil, nil, M, c.Vocab, dim) // [M, vocab]
+	x = norm(x, w.Norm, M, dim)                                       // [M, dim]
+	logits = kernelref.MatMul(x, w.LMHead, nil, nil, M, c.Vocab, dim) // [M, vocab]
 	return logits, hidden
 }
 
@@ -183,7 +190,7 @@ func NormWeight(c weights.Config, w []float32) []float32 {
 // (without the prompt). The token at position t is Sample(logits, p, seed, 0, t): seq 0,
 // pos the position of the token being produced. Generation stops after emitting a token
 // in stop, which is included in the result (as Hugging Face generate includes EOS).
-func Generate(w *weights.LlamaWeights, prompt []int, n int, p SamplingParams, seed uint64, stop []int) []int {
+func Generate(w *weights.LlamaWeights, prompt []int, n int, p kernelref.SamplingParams, seed uint64, stop []int) []int {
 	if len(prompt) == 0 {
 		panic("ref.Generate: empty prompt")
 	}
@@ -193,7 +200,7 @@ func Generate(w *weights.LlamaWeights, prompt []int, n int, p SamplingParams, se
 	last := logits[(len(prompt)-1)*V:] // [vocab]
 	var out []int
 	for len(out) < n {
-		tok := Sample(last, p, seed, 0, uint32(s.Len()))
+		tok := kernelref.Sample(last, p, seed, 0, uint32(s.Len()))
 		out = append(out, tok)
 		if slices.Contains(stop, tok) || len(out) == n {
 			break

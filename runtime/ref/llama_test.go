@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -130,7 +131,7 @@ func naiveStep(w *weights.LlamaWeights, tok, pos int, keys, values [][][]float64
 		}
 		return out
 	}
-	inv := RopeInvFreq(hd, c.RopeTheta, c.RopeScaling)
+	inv := kernelref.RopeInvFreq(hd, c.RopeTheta, c.RopeScaling)
 	rope := func(x []float64) { // x = concat of heads; q*cos + rotate_half(q)*sin
 		for h := 0; h < len(x)/hd; h++ {
 			head := slices.Clone(x[h*hd : (h+1)*hd])
@@ -231,18 +232,18 @@ func TestGenerate(t *testing.T) {
 	prompt := testTokens[:4]
 
 	// Greedy: each token is the argmax of the teacher-forced forward over what came before.
-	out := Generate(w, prompt, 8, SamplingParams{}, 0, nil)
+	out := Generate(w, prompt, 8, kernelref.SamplingParams{}, 0, nil)
 	all := append(slices.Clone(prompt), out...)
 	logits, _ := NewLlamaState(w).Forward(all)
 	for i, tok := range out {
 		row := len(prompt) - 1 + i
-		if want := Argmax(logits[row*V : (row+1)*V]); tok != want {
+		if want := kernelref.Argmax(logits[row*V : (row+1)*V]); tok != want {
 			t.Errorf("greedy token %d = %d, want %d", i, tok, want)
 		}
 	}
 
 	// Sampling: token at position t is Sample(row, p, seed, 0, t).
-	p := SamplingParams{Temperature: 0.9, TopK: 20, TopP: 0.95}
+	p := kernelref.SamplingParams{Temperature: 0.9, TopK: 20, TopP: 0.95}
 	out = Generate(w, prompt, 10, p, 77, nil)
 	if len(out) != 10 || !slices.Equal(out, Generate(w, prompt, 10, p, 77, nil)) {
 		t.Fatalf("Generate not deterministic: %v", out)
@@ -251,7 +252,7 @@ func TestGenerate(t *testing.T) {
 	logits, _ = NewLlamaState(w).Forward(all)
 	for i, tok := range out {
 		row := len(prompt) - 1 + i
-		if want := Sample(logits[row*V:(row+1)*V], p, 77, 0, uint32(row+1)); tok != want {
+		if want := kernelref.Sample(logits[row*V:(row+1)*V], p, 77, 0, uint32(row+1)); tok != want {
 			t.Errorf("sampled token %d = %d, want %d", i, tok, want)
 		}
 	}
@@ -271,7 +272,7 @@ func BenchmarkStories15MShape(b *testing.B) {
 	w := RandomLlama(cfg, 6)
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		out := Generate(w, []int{1}, 220, SamplingParams{Temperature: 1, TopP: 0.9}, 1, nil)
+		out := Generate(w, []int{1}, 220, kernelref.SamplingParams{Temperature: 1, TopP: 0.9}, 1, nil)
 		if len(out) != 220 {
 			b.Fatalf("%d tokens", len(out))
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/weights"
 )
 
@@ -25,17 +26,17 @@ func MedusaForward(m *weights.Medusa, hidden, norm []float32, eps float64, lmHea
 	if len(hidden) != H || len(norm) != H {
 		return nil, nil, fmt.Errorf("ref: Medusa of dim %d given a hidden row of %d and a norm of %d", H, len(hidden), len(norm))
 	}
-	h := RMSNorm(hidden, norm, 1, H, eps) // [H]
+	h := kernelref.RMSNorm(hidden, norm, 1, H, eps) // [H]
 	for k, blocks := range m.Blocks {
 		z := h
 		for _, b := range blocks {
 			if len(b.W) != H*H || len(b.B) != H {
 				return nil, nil, fmt.Errorf("ref: Medusa head %d has a block of %d weights and %d biases for dim %d", k, len(b.W), len(b.B), H)
 			}
-			y := MatMul(z, b.W, b.B, nil, 1, H, H) // [H]
+			y := kernelref.MatMul(z, b.W, b.B, nil, 1, H, H) // [H]
 			next := make([]float32, H)
 			for i := range next {
-				next[i] = float32(float64(z[i]) + Silu(float64(y[i])))
+				next[i] = float32(float64(z[i]) + kernelref.Silu(float64(y[i])))
 			}
 			z = next
 		}
@@ -47,9 +48,9 @@ func MedusaForward(m *weights.Medusa, hidden, norm []float32, eps float64, lmHea
 			return nil, nil, fmt.Errorf("ref: Medusa head %d output layer of %d values for dim %d", k, len(out), H)
 		}
 		V := len(out) / H
-		l := MatMul(z, out, nil, nil, 1, V, H) // [V]
+		l := kernelref.MatMul(z, out, nil, nil, 1, V, H) // [V]
 		logits = append(logits, l)
-		drafts = append(drafts, Argmax(l))
+		drafts = append(drafts, kernelref.Argmax(l))
 	}
 	return logits, drafts, nil
 }

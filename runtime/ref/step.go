@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/weights"
 )
@@ -28,7 +29,7 @@ type Model struct {
 	written map[int][]int
 	// Verify is the rejection sampler (RejectionSample); tests swap in broken ones to show
 	// that their checks catch them.
-	Verify func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int
+	Verify func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int
 	// Steps counts the steps run.
 	Steps int
 }
@@ -71,8 +72,8 @@ func NewModelWith(cfg weights.Config, pages, pageSize int, lim batch.Limits, o M
 	lim.MaxSeq, lim.Vocab = cfg.MaxSeq, cfg.Vocab
 	return &Model{pool: kv.NewPagePool(pages, pageSize), lim: lim, opts: o, states: map[*kv.Sequence]SeqState{}, written: map[int][]int{},
 		slots: make([]modelSlot, o.FeatureSlots),
-		Verify: func(rows []float32, drafts []int, q []float32, p SamplingParams, seed uint64, seq, pos0 uint32) []int {
-			out, _ := RejectionSample(rows, drafts, q, p, seed, seq, pos0)
+		Verify: func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
+			out, _ := kernelref.RejectionSample(rows, drafts, q, p, seed, seq, pos0)
 			return out
 		}}
 }
@@ -164,11 +165,11 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 		rows = append(rows, row...)
 	}
 	sm := st.Sampling
-	p := SamplingParams{Temperature: sm.Temperature, TopK: sm.TopK, TopP: sm.TopP, MinP: sm.MinP}
+	p := kernelref.SamplingParams{Temperature: sm.Temperature, TopK: sm.TopK, TopP: sm.TopP, MinP: sm.MinP}
 	out := batch.StepOut{Tokens: m.Verify(rows, drafts, st.Q, p, sm.Seed, sm.Choice, uint32(pos0+n-nd))}
 	if sm.Logprobs {
 		for i, tok := range out.Tokens {
-			lp, ids, lps := Logprobs(rows[i*V:(i+1)*V], tok, sm.TopLogprobs)
+			lp, ids, lps := kernelref.Logprobs(rows[i*V:(i+1)*V], tok, sm.TopLogprobs)
 			tl := batch.TokenLogprob{Logprob: lp}
 			for k := range ids {
 				tl.Top = append(tl.Top, batch.TopLogprob{Token: ids[k], Logprob: lps[k]})
@@ -194,7 +195,7 @@ func (m *Model) tokens(seq *kv.Sequence, n int) []int {
 // whether they are in the prompt) and of the drafts before the row (generated too).
 func process(row []float32, sm batch.Sampling, adj []batch.Adj, draftsBefore []int) []float32 {
 	out := slices.Clone(row)
-	pen := Penalties{Presence: sm.PresencePenalty, Frequency: sm.FrequencyPenalty, Repetition: sm.RepetitionPenalty}
+	pen := kernelref.Penalties{Presence: sm.PresencePenalty, Frequency: sm.FrequencyPenalty, Repetition: sm.RepetitionPenalty}
 	count := map[int]int{}
 	inPrompt := map[int]bool{}
 	for _, a := range adj {
@@ -207,7 +208,7 @@ func process(row []float32, sm batch.Sampling, adj []batch.Adj, draftsBefore []i
 		count[d]++
 	}
 	for t := range count { // every listed token and every draft before the row, once
-		out[t] = Penalize(out[t], count[t], inPrompt[t], pen)
+		out[t] = kernelref.Penalize(out[t], count[t], inPrompt[t], pen)
 	}
 	return out
 }
@@ -228,7 +229,7 @@ func (s *llamaSeq) Forward(tokens []int) ([]float32, []float32) {
 	}
 	M := len(tokens)
 	feats := make([]float32, M*len(s.aux)*c.Dim)
-	emb := Embed(s.w.Embed, tokens, c.Dim)
+	emb := kernelref.Embed(s.w.Embed, tokens, c.Dim)
 	for j, l := range s.aux {
 		src := emb
 		if l > 0 {

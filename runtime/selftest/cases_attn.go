@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
@@ -155,15 +155,15 @@ func ropeRun(c *checker, wt wgsl.WeightType, l3, batch bool, nH, nKV, hd, m int)
 		Buffers: []webgpu.Binding{{Buffer: qkvB}, {Buffer: pagesB}, {Buffer: kc}, {Buffer: vc}, {Buffer: rowsB}, {Buffer: seqsB}},
 		Grid:    runtime.Fixed(ceilDiv(threads, 64), uint32(m+1), 1)})
 
-	invFreq := ref.RopeInvFreq(hd, float64(p.Theta), scaling)
+	invFreq := kernelref.RopeInvFreq(hd, float64(p.Theta), scaling)
 	q := make([]float32, m*nH*hd)
 	k := make([]float32, m*nKV*hd)
 	for r := 0; r < m; r++ {
 		copy(q[r*nH*hd:], qkv[r*width:r*width+nH*hd])
 		copy(k[r*nKV*hd:], qkv[r*width+nH*hd:r*width+(nH+nKV)*hd])
 	}
-	ref.Rope(q, rowPos, m, nH, hd, invFreq)
-	ref.Rope(k, rowPos, m, nKV, hd, invFreq)
+	kernelref.Rope(q, rowPos, m, nH, hd, invFreq)
+	kernelref.Rope(k, rowPos, m, nKV, hd, invFreq)
 	wantQKV := append([]float32(nil), qkv...)
 	wantK, wantV := poisonSlice(nCache), poisonSlice(nCache)
 	for r := range rowPos {
@@ -308,7 +308,7 @@ func attentionRun(c *checker, wt wgsl.WeightType, kernel string, nH, nKV, hd, ro
 			rowSeq, rowPos = append(rowSeq, s), append(rowPos, pos[i])
 			copy(q[i*outN:], qkv[(row0+i)*stride:(row0+i)*stride+outN])
 		}
-		want = append(want, ref.AttentionWindow(q, kLog, vLog, pos, ms, T, nH, nKV, hd, scale, window)...)
+		want = append(want, kernelref.AttentionWindow(q, kLog, vLog, pos, ms, T, nH, nKV, hd, scale, window)...)
 	}
 	want = append(want, poisonSlice(outN)...)
 	out := c.poisoned((m + 1) * outN)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -86,7 +86,7 @@ func embedRun(c *checker, wt wgsl.WeightType, split bool, scale float32, dim, vo
 	} else {
 		c.dispatch(step, call(blocked(h, vocab), h, vocab-h), call(blocked(0, h), 0, h))
 	}
-	want := ref.Embed(seen, toks, dim)
+	want := kernelref.Embed(seen, toks, dim)
 	for i := range want {
 		want[i] *= scale
 	}
@@ -144,7 +144,7 @@ func rmsnormRun(c *checker, wt wgsl.WeightType, cols, add bool, n, m int) {
 		Params:  runtime.RMSNormParams{N: uint32(n), Eps: eps, YStride: uint32(pStride), YOff: uint32(off)},
 		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: wb}, {Buffer: y}},
 		Grid:    runtime.Fixed(1, uint32(m+1), 1)})
-	got := ref.RMSNorm(x, seen, m, n, eps)
+	got := kernelref.RMSNorm(x, seen, m, n, eps)
 	want := append([]float32(nil), y0...)
 	for r := 0; r < m; r++ {
 		for i, v := range got[r*n : (r+1)*n] {

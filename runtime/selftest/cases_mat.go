@@ -6,7 +6,7 @@ import (
 	"math/rand"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -261,14 +261,14 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 	case f.geglu:
 		var g []float32
 		for r := 0; r < rows; r++ {
-			g = append(g, ref.GeGLU(xin[r*2*k:r*2*k+k], xin[r*2*k+k:(r+1)*2*k])...)
+			g = append(g, kernelref.GeGLU(xin[r*2*k:r*2*k+k], xin[r*2*k+k:(r+1)*2*k])...)
 		}
 		xin = g
 	case f.swiglu:
-		xin = ref.SwiGLUPacked(xin, rows, k)
+		xin = kernelref.SwiGLUPacked(xin, rows, k)
 	}
 	if f.norm {
-		xin = ref.RMSNorm(xin, normw, rows, k, eps)
+		xin = kernelref.RMSNorm(xin, normw, rows, k, eps)
 	}
 	var bb []float32
 	if f.bias {
@@ -276,15 +276,15 @@ func linRun(c *checker, kernel string, wt wgsl.WeightType, f fusion, b blockShap
 	}
 	var got []float32
 	if f.silu { // silu(x . w + bias) + resid
-		got = ref.MatMul(xin, w, bb, nil, rows, n, k)
+		got = kernelref.MatMul(xin, w, bb, nil, rows, n, k)
 		for i := range got {
-			got[i] = float32(ref.Silu(float64(got[i])))
+			got[i] = float32(kernelref.Silu(float64(got[i])))
 		}
 		if resid != nil {
-			got = ref.Add(got, resid)
+			got = kernelref.Add(got, resid)
 		}
 	} else {
-		got = ref.MatMul(xin, w, bb, resid, rows, n, k)
+		got = kernelref.MatMul(xin, w, bb, resid, rows, n, k)
 	}
 	want := poisonSlice((rows + 1) * stride)
 	for r := 0; r < rows; r++ {

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -63,7 +63,7 @@ func argmaxCases() []testCase {
 	return out
 }
 
-// argmaxRun checks out[2 + r] = Argmax(row r) (+ map[id] with MAP) against ref.Argmax, the
+// argmaxRun checks out[2 + r] = Argmax(row r) (+ map[id] with MAP) against kernelref.Argmax, the
 // second row's maximum duplicated at a random index (the lowest index wins); out[0..2] and
 // out[2 + rows] must keep their poison.
 func argmaxRun(c *checker, mapped bool, cols, rows int) {
@@ -71,7 +71,7 @@ func argmaxRun(c *checker, mapped bool, cols, rows int) {
 	x := c.randomLogits(rows*cols, 2)
 	if rows > 1 {
 		row := x[cols : 2*cols]
-		row[c.rng.Intn(cols)] = row[ref.Argmax(row)]
+		row[c.rng.Intn(cols)] = row[kernelref.Argmax(row)]
 	}
 	d2t := make([]uint32, cols) // i32 offsets: id + d2t[id] in [0, 4*cols)
 	for i := range d2t {
@@ -92,7 +92,7 @@ func argmaxRun(c *checker, mapped bool, cols, rows int) {
 		Grid:    runtime.Fixed(uint32(rows), 1, 1)})
 	want := append([]uint32(nil), poison...)
 	for r := 0; r < rows; r++ {
-		id := ref.Argmax(x[r*cols : (r+1)*cols])
+		id := kernelref.Argmax(x[r*cols : (r+1)*cols])
 		if mapped {
 			id += int(int32(d2t[id]))
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/wgsl"
 )
 
@@ -17,8 +17,8 @@ func processCases() []testCase {
 	add := func(variant, size string, run func(c *checker)) {
 		out = append(out, newCase("sample", variant, size, wgsl.F32, run))
 	}
-	pens := []ref.Penalties{{}, {Presence: 0.5, Frequency: 0.3, Repetition: 1.3}, {Repetition: 0.8}, {Presence: -1, Frequency: 2}}
-	modes := []ref.SamplingParams{{}, {Temperature: 0.8, TopK: 40, TopP: 0.9, MinP: 0.05}}
+	pens := []kernelref.Penalties{{}, {Presence: 0.5, Frequency: 0.3, Repetition: 1.3}, {Repetition: 0.8}, {Presence: -1, Frequency: 2}}
+	modes := []kernelref.SamplingParams{{}, {Temperature: 0.8, TopK: 40, TopP: 0.9, MinP: 0.05}}
 	for _, V := range []int{33, 4097} {
 		for _, k := range []int{0, 3} {
 			for _, pen := range pens {
@@ -44,14 +44,14 @@ func processCases() []testCase {
 // processCase is a sequence's logits processors and what they count: its prompt's tokens, the
 // tokens generated before the step (with repeats) and its logit biases.
 type processCase struct {
-	pen       ref.Penalties
+	pen       kernelref.Penalties
 	inPrompt  map[int]bool
 	generated []int
 }
 
 // newProcessCase draws a prompt of 12 tokens, 10 generated tokens (some twice, some in the
 // prompt) and biases on 6 tokens (one of them -100, one of them +8), from a vocabulary of V.
-func newProcessCase(c *checker, V int, pen ref.Penalties) processCase {
+func newProcessCase(c *checker, V int, pen kernelref.Penalties) processCase {
 	pc := processCase{pen: pen, inPrompt: map[int]bool{}}
 	for range 12 {
 		pc.inPrompt[c.rng.Intn(V)] = true
@@ -118,7 +118,7 @@ func (pc processCase) processed(logits []float32, V int, drafts []int) []float32
 // penalties, min-p) with k drafts against ref: the processed logits rows, bit for bit close,
 // and the verified tokens over 50 seeds. Drafts are often tokens already generated or biased,
 // so that a row's counts include the drafts before it.
-func processorsRun(c *checker, V, k int, p ref.SamplingParams, pen ref.Penalties) {
+func processorsRun(c *checker, V, k int, p kernelref.SamplingParams, pen kernelref.Penalties) {
 	logits := c.randomLogits((k+1)*V, 2)
 	pc := newProcessCase(c, V, pen)
 	adj := pc.adj(c)
@@ -148,7 +148,7 @@ func processorsRun(c *checker, V, k int, p ref.SamplingParams, pen ref.Penalties
 		}
 		want := pc.processed(logits, V, drafts)
 		s.logits.Write(0, runtime.F32Bytes(logits)) // processed in place: fresh for each trial
-		toks, _ := ref.RejectionSample(want, drafts, nil, p, s.seed(i), s.si.SeqID, s.si.PosSample)
+		toks, _ := kernelref.RejectionSample(want, drafts, nil, p, s.seed(i), s.si.SeqID, s.si.PosSample)
 		s.trial(i, drafts, toks)
 		if i < 3 {
 			c.exact(func() {
@@ -160,10 +160,10 @@ func processorsRun(c *checker, V, k int, p ref.SamplingParams, pen ref.Penalties
 }
 
 // logprobsRun checks each row's logprobs (of its draft and of its token, and its n likeliest
-// tokens) after the processors, with k drafts, against ref.Logprobs.
-func logprobsRun(c *checker, V, k, n int, p ref.SamplingParams) {
+// tokens) after the processors, with k drafts, against kernelref.Logprobs.
+func logprobsRun(c *checker, V, k, n int, p kernelref.SamplingParams) {
 	logits := c.randomLogits((k+1)*V, 2)
-	pc := newProcessCase(c, V, ref.Penalties{Frequency: 0.5})
+	pc := newProcessCase(c, V, kernelref.Penalties{Frequency: 0.5})
 	adj := pc.adj(c)
 	threshold := 0.75 // stochastic: one near tie in 4 seeds tolerated
 	if p.Greedy() {
@@ -179,13 +179,13 @@ func logprobsRun(c *checker, V, k, n int, p ref.SamplingParams) {
 		for j := range drafts {
 			drafts[j] = c.rng.Intn(V)
 			if i%2 == 0 { // accepted (greedy) drafts: the likeliest processed token
-				drafts[j] = ref.Argmax(pc.processed(logits, V, drafts)[j*V : (j+1)*V])
+				drafts[j] = kernelref.Argmax(pc.processed(logits, V, drafts)[j*V : (j+1)*V])
 			}
 		}
 		want := pc.processed(logits, V, drafts)
 		s.logits.Write(0, runtime.F32Bytes(logits))
 		s.lp.Write(0, runtime.U32Bytes(slices.Repeat([]uint32{PoisonU32}, s.rows*runtime.LogprobStride)))
-		toks, _ := ref.RejectionSample(want, drafts, nil, p, s.seed(i), s.si.SeqID, s.si.PosSample)
+		toks, _ := kernelref.RejectionSample(want, drafts, nil, p, s.seed(i), s.si.SeqID, s.si.PosSample)
 		s.trial(i, drafts, toks)
 		if out := c.readU32(s.out, s.rows+1); int(out[0]) >= 1 && int(out[0]) <= s.rows {
 			toks = toks[:0] // the tokens the device emitted (a near tie may differ from ref's)
@@ -199,13 +199,13 @@ func logprobsRun(c *checker, V, k, n int, p ref.SamplingParams) {
 	s.finish()
 }
 
-// checkLogprobs compares the lp output of seed i with ref.Logprobs of the processed rows want,
+// checkLogprobs compares the lp output of seed i with kernelref.Logprobs of the processed rows want,
 // for the emitted tokens toks: row j < last holds its draft's, the last row its token's.
 func checkLogprobs(c *checker, got []uint32, want []float32, toks []int, V, n, i int) {
 	f := func(w uint32) float32 { return math.Float32frombits(w) }
 	for j := range toks { // the emitted tokens' rows: row j's draft, the last row's token
 		row := got[j*runtime.LogprobStride:]
-		lpTok, ids, lps := ref.Logprobs(want[j*V:(j+1)*V], toks[j], min(n, V))
+		lpTok, ids, lps := kernelref.Logprobs(want[j*V:(j+1)*V], toks[j], min(n, V))
 		gotTok := f(row[0])
 		if j == len(toks)-1 {
 			gotTok = f(row[1])

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -45,8 +45,8 @@ func qkNormRun(c *checker, nH, nKV, hd, m int) {
 	want := append([]float32(nil), x...)
 	for r := 0; r < m; r++ {
 		row := want[r*width : (r+1)*width]
-		copy(row, ref.RMSNorm(row[:nH*hd], w[:hd], nH, hd, eps))
-		copy(row[nH*hd:], ref.RMSNorm(row[nH*hd:(nH+nKV)*hd], w[hd:], nKV, hd, eps))
+		copy(row, kernelref.RMSNorm(row[:nH*hd], w[:hd], nH, hd, eps))
+		copy(row[nH*hd:], kernelref.RMSNorm(row[nH*hd:(nH+nKV)*hd], w[hd:], nKV, hd, eps))
 	}
 	c.expect("qkv", c.readF32(qkv, len(want)), want, tolFor("qk_norm", wgsl.F32))
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -25,37 +25,37 @@ func sampleCases() []testCase {
 		for _, temp := range []float32{0.7, 1} {
 			for _, k := range []int{0, 5, 40} {
 				for _, p := range []float32{1, 0.9, 0.5} {
-					sp := ref.SamplingParams{Temperature: temp, TopK: k, TopP: p}
+					sp := kernelref.SamplingParams{Temperature: temp, TopK: k, TopP: p}
 					add(paramsName(sp), fmt.Sprintf("V=%d", V), func(c *checker) { stochasticRun(c, V, sp) })
 				}
 			}
 		}
 	}
-	for _, sp := range []ref.SamplingParams{{Temperature: 1, TopP: 1}, {Temperature: 0.7, TopK: 40, TopP: 0.9}, {Temperature: 1, TopP: 0.5}} {
+	for _, sp := range []kernelref.SamplingParams{{Temperature: 1, TopP: 1}, {Temperature: 0.7, TopK: 40, TopP: 0.9}, {Temperature: 1, TopP: 0.5}} {
 		add(paramsName(sp), fmt.Sprintf("V=%d", modelVocab), func(c *checker) { stochasticRun(c, modelVocab, sp) })
 	}
 	// The kernel gathers top-k candidates when k <= 1024, and for top-p alone the 1024 largest
 	// when they hold top_p of the mass: peaked logits take that path, flat ones fall back to
 	// scanning the vocabulary, and so does k = 2000.
 	for _, scale := range []float64{0.3, 6} {
-		sp := ref.SamplingParams{Temperature: 1, TopP: 0.9}
+		sp := kernelref.SamplingParams{Temperature: 1, TopP: 0.9}
 		add(paramsName(sp), fmt.Sprintf("V=4097 logits*%g", scale), func(c *checker) { stochasticRunScaled(c, 4097, sp, scale) })
 	}
-	big := ref.SamplingParams{Temperature: 1, TopK: 2000, TopP: 0.95}
+	big := kernelref.SamplingParams{Temperature: 1, TopK: 2000, TopP: 0.95}
 	add(paramsName(big), "V=4097", func(c *checker) { stochasticRun(c, 4097, big) })
 	for _, V := range []int{33, 4097} {
 		add("batch", fmt.Sprintf("V=%d seqs=4", V), func(c *checker) { batchSampleRun(c, V) })
-		for _, sp := range []ref.SamplingParams{{Temperature: 1, TopP: 1, MinP: 0.1}, {Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05}} {
+		for _, sp := range []kernelref.SamplingParams{{Temperature: 1, TopP: 1, MinP: 0.1}, {Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05}} {
 			add(paramsName(sp), fmt.Sprintf("V=%d", V), func(c *checker) { stochasticRun(c, V, sp) })
 		}
 	}
 	out = append(out, processCases()...)
 	for _, V := range []int{7, 4097} {
-		for _, sp := range []ref.SamplingParams{{}, {Temperature: 1, TopK: 5, TopP: 0.9}} {
+		for _, sp := range []kernelref.SamplingParams{{}, {Temperature: 1, TopK: 5, TopP: 0.9}} {
 			add("nonfinite "+paramsName(sp), fmt.Sprintf("V=%d n_draft=2", V), func(c *checker) { nonfiniteRun(c, V, sp) })
 		}
 	}
-	modes := []ref.SamplingParams{{}, {Temperature: 0.8, TopP: 1}, {Temperature: 1, TopK: 5, TopP: 0.9}}
+	modes := []kernelref.SamplingParams{{}, {Temperature: 0.8, TopP: 1}, {Temperature: 1, TopK: 5, TopP: 0.9}}
 	for _, sp := range modes {
 		for _, hasQ := range []bool{false, true} {
 			variant := "reject " + paramsName(sp)
@@ -71,7 +71,7 @@ func sampleCases() []testCase {
 	return out
 }
 
-func paramsName(p ref.SamplingParams) string {
+func paramsName(p kernelref.SamplingParams) string {
 	if p.Greedy() {
 		return "greedy"
 	}
@@ -143,7 +143,7 @@ func rowCalls(sp runtime.SampleParams, rows uint32, b []webgpu.Binding) []runtim
 const maxAdj = 1024
 
 // setParams copies sampling parameters into the sequence.
-func (s *sampler) setParams(p ref.SamplingParams) {
+func (s *sampler) setParams(p kernelref.SamplingParams) {
 	s.si.Temperature, s.si.TopK, s.si.TopP, s.si.MinP = p.Temperature, uint32(max(p.TopK, 0)), p.TopP, p.MinP
 }
 
@@ -223,46 +223,46 @@ func (c *checker) randomLogits(n int, scale float64) []float32 {
 	return v
 }
 
-// greedyRun checks temperature 0 against ref.Argmax on random logits, on logits whose maximum
+// greedyRun checks temperature 0 against kernelref.Argmax on random logits, on logits whose maximum
 // appears twice (the lowest index wins), and on constant logits.
 func greedyRun(c *checker, V int) {
 	rows := [][]float32{c.randomLogits(V, 2), c.randomLogits(V, 2), make([]float32, V)}
 	tie := rows[1]
-	a := ref.Argmax(tie)
+	a := kernelref.Argmax(tie)
 	tie[c.rng.Intn(V)] = tie[a]
 	s := newSampler(c, rows[0], V, 0, nil, 1)
 	s.si.PosSample = uint32(c.rng.Intn(100))
 	for i, l := range rows {
 		s.logits.Write(0, runtime.F32Bytes(l))
-		s.trial(i, nil, []int{ref.Argmax(l)})
+		s.trial(i, nil, []int{kernelref.Argmax(l)})
 	}
 	s.finish()
 }
 
-// stochasticRun checks sampling against ref.Sample for the same (seed, seq, pos), pos being the
+// stochasticRun checks sampling against kernelref.Sample for the same (seed, seq, pos), pos being the
 // produced token's position pos0 + m, over 50 seeds.
-func stochasticRun(c *checker, V int, p ref.SamplingParams) { stochasticRunScaled(c, V, p, 2) }
+func stochasticRun(c *checker, V int, p kernelref.SamplingParams) { stochasticRunScaled(c, V, p, 2) }
 
 // stochasticRunScaled is stochasticRun on logits ~ N(0, scale^2).
-func stochasticRunScaled(c *checker, V int, p ref.SamplingParams, scale float64) {
+func stochasticRunScaled(c *checker, V int, p kernelref.SamplingParams, scale float64) {
 	logits := c.randomLogits(V, scale)
 	s := newSampler(c, logits, V, 0, nil, sampleAgreement)
 	s.setParams(p)
 	s.si.PosSample = uint32(1 + c.rng.Intn(500))
-	probs := ref.ProcessedProbs(logits, p) // Sample = GumbelMax(ProcessedProbs), hoisted
+	probs := kernelref.ProcessedProbs(logits, p) // Sample = GumbelMax(ProcessedProbs), hoisted
 	pos := s.si.PosSample
 	for i := 0; i < seeds; i++ {
-		want := ref.GumbelMax(probs, s.seed(i), s.si.SeqID, pos)
+		want := kernelref.GumbelMax(probs, s.seed(i), s.si.SeqID, pos)
 		s.trial(i, nil, []int{want})
 	}
 	s.finish()
 }
 
-// rejectionRun checks the verification of k drafts against ref.RejectionSample over 50 seeds,
+// rejectionRun checks the verification of k drafts against kernelref.RejectionSample over 50 seeds,
 // with fresh drafts per seed. Each target row has a likely token (logit + 5); drafts are drawn
 // from q when it is given, else are the likely token 80% of the time, so that acceptance,
 // rejection and the bonus token all occur.
-func rejectionRun(c *checker, V, k int, hasQ bool, p ref.SamplingParams) {
+func rejectionRun(c *checker, V, k int, hasQ bool, p kernelref.SamplingParams) {
 	likely := make([]int, k+1)
 	logits := c.randomLogits((k+1)*V, 1.5)
 	for j := range likely {
@@ -310,7 +310,7 @@ func rejectionRun(c *checker, V, k int, hasQ bool, p ref.SamplingParams) {
 				drafts[j] = c.rng.Intn(V)
 			}
 		}
-		want, _ := ref.RejectionSample(logits, drafts, q, p, s.seed(i), s.si.SeqID, pos0)
+		want, _ := kernelref.RejectionSample(logits, drafts, q, p, s.seed(i), s.si.SeqID, pos0)
 		s.trial(i, drafts, want)
 	}
 	s.finish()
@@ -330,7 +330,7 @@ func drawFrom(c *checker, q []float32) int {
 // nonfiniteRun puts a NaN, an infinity or both in one of three logits rows (two drafts) and
 // expects nothing sampled: out = [0, kind, row] (kind 1 NaN, 2 infinity, 3 both), the rest
 // untouched; finite logits as large as 3e38 sample as usual.
-func nonfiniteRun(c *checker, V int, p ref.SamplingParams) {
+func nonfiniteRun(c *checker, V int, p kernelref.SamplingParams) {
 	logits := c.randomLogits(3*V, 2)
 	s := newSampler(c, logits, V, 2, nil, 1)
 	s.setParams(p)
@@ -355,7 +355,7 @@ func nonfiniteRun(c *checker, V int, p ref.SamplingParams) {
 	big[c.rng.Intn(3*V)] = 3e38
 	s.logits.Write(0, runtime.F32Bytes(big))
 	s.si.Temperature = 0
-	want, _ := ref.RejectionSample(big, []int{0, 0}, nil, ref.SamplingParams{}, 0, 0, 0)
+	want, _ := kernelref.RejectionSample(big, []int{0, 0}, nil, kernelref.SamplingParams{}, 0, 0, 0)
 	w := []uint32{uint32(len(want)), PoisonU32, PoisonU32, PoisonU32}
 	for j, t := range want {
 		w[1+j] = uint32(t)

@@ -6,22 +6,22 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
 )
 
 // batchSampleRun samples four sequences in one pass of the sampler, each with its own
 // parameters, drafts (0 to 3, one with q) and random key, among rows of the step given in a
-// shuffled order, and checks each against ref.RejectionSample over 50 seeds.
+// shuffled order, and checks each against kernelref.RejectionSample over 50 seeds.
 func batchSampleRun(c *checker, V int) {
 	type seq struct {
-		p    ref.SamplingParams
+		p    kernelref.SamplingParams
 		k    int
 		hasQ bool
 	}
-	seqs := []seq{{ref.SamplingParams{}, 2, false}, {ref.SamplingParams{Temperature: 0.8, TopK: 5, TopP: 1}, 0, false},
-		{ref.SamplingParams{Temperature: 1, TopP: 0.9}, 3, true}, {ref.SamplingParams{Temperature: 0.7, TopP: 1}, 1, false}}
+	seqs := []seq{{kernelref.SamplingParams{}, 2, false}, {kernelref.SamplingParams{Temperature: 0.8, TopK: 5, TopP: 1}, 0, false},
+		{kernelref.SamplingParams{Temperature: 1, TopP: 0.9}, 3, true}, {kernelref.SamplingParams{Temperature: 0.7, TopP: 1}, 1, false}}
 	nRows := 0
 	for _, s := range seqs {
 		nRows += s.k + 1
@@ -86,7 +86,7 @@ func batchSampleRun(c *checker, V int) {
 				row := logits[(int(infos[i].LogitRow0)+j)*V:]
 				drafts[int(infos[i].DraftOff)+j] = uint32(c.rng.Intn(V))
 				if c.rng.Intn(2) == 0 {
-					drafts[int(infos[i].DraftOff)+j] = uint32(ref.Argmax(row[:V]))
+					drafts[int(infos[i].DraftOff)+j] = uint32(kernelref.Argmax(row[:V]))
 				}
 			}
 		}
@@ -105,7 +105,7 @@ func batchSampleRun(c *checker, V int) {
 			for j := range ds {
 				ds[j] = int(drafts[int(si.DraftOff)+j])
 			}
-			want, _ := ref.RejectionSample(logits[l0*V:(l0+s.k+1)*V], ds, q, s.p, uint64(si.SeedHi)<<32|uint64(si.SeedLo), si.SeqID, si.PosSample)
+			want, _ := kernelref.RejectionSample(logits[l0*V:(l0+s.k+1)*V], ds, q, s.p, uint64(si.SeedHi)<<32|uint64(si.SeedLo), si.SeqID, si.PosSample)
 			w := make([]uint32, 1+len(want))
 			w[0] = uint32(len(want))
 			for j, tok := range want {

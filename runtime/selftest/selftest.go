@@ -1,6 +1,6 @@
 // Package selftest is wspec's portability suite: every WGSL kernel, in every weight type and
 // fusion the model uses, on awkward and model-sized shapes, run on a WebGPU adapter and checked
-// element by element against the float64 references of runtime/ref (the ground truth).
+// element by element against the float64 references of runtime/kernelref (the ground truth).
 //
 // Every case draws its inputs from a math/rand source seeded by the case's name, poisons its
 // output buffers (the NaN bit pattern Poison) before the dispatch, and checks both the values

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/weights"
 )
@@ -55,7 +56,7 @@ func testLlamaAgainstRef(t *testing.T, w *weights.LlamaWeights, prompt []int, st
 		maxRelDiff(t, "hidden", out.Hidden[:M*dim], hidden[w.Cfg.NLayers-1], 1e-4)
 		wantAux := ref.EagleFeatures(w, tokens, hidden, aux)
 		maxRelDiff(t, "aux", out.Aux[:M*len(aux)*dim], wantAux, 1e-4)
-		tokens = []int{ref.Argmax(wantLogits[(M-1)*V:])}
+		tokens = []int{kernelref.Argmax(wantLogits[(M-1)*V:])}
 	}
 }
 

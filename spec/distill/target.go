@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // Target is the model drafters are distilled from, on the CPU.
@@ -13,7 +14,7 @@ type Target struct {
 	W   *weights.LlamaWeights
 	M   *Llama
 	ID  weights.TargetID // what the drafters' configs record
-	Tok *weights.Tokenizer
+	Tok *tokenizer.Tokenizer
 }
 
 // LoadTarget reads the target model folder dir (weights and tokenizer).
@@ -26,7 +27,7 @@ func LoadTarget(dir string) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := weights.LoadTokenizer(dir)
+	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, err
 	}

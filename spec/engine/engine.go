@@ -20,6 +20,7 @@ import (
 	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/home"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // DefaultModel is the folder, under models/ in the wspec home, of the model used when none is
@@ -94,7 +95,7 @@ type Engine struct {
 	dir   string
 	dtype string
 	cfg   weights.Config
-	tok   *weights.Tokenizer
+	tok   *tokenizer.Tokenizer
 	// chatTemplate is a GGUF file's chat template ("": a folder's, read by the server)
 	chatTemplate string
 	dev          *runtime.Device
@@ -312,7 +313,7 @@ func (e *Engine) Info() Info {
 }
 
 // Tokenizer is the model's tokenizer.
-func (e *Engine) Tokenizer() *weights.Tokenizer { return e.tok }
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
 
 // BenchDecode times n greedy decode steps after prompt (see model.BenchDecode), between the
 // scheduler's steps.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // textStream turns a generation's tokens into streamed text on the caller's goroutine: the
@@ -14,7 +14,7 @@ import (
 // back what could still become a stop string, and cuts the text (and the tokens) at the first
 // stop string, which is not part of the output.
 type textStream struct {
-	dec       *weights.StreamDecoder
+	dec       *tokenizer.StreamDecoder
 	stops     []string
 	minTokens int  // a stop string counts once the token completing it is the minTokens-th or later
 	include   bool // the stop string stays in the text
@@ -33,8 +33,8 @@ type textStream struct {
 	matched bool
 }
 
-func newTextStream(tok *weights.Tokenizer, o GenerateOptions, onText func(string)) *textStream {
-	ts := &textStream{dec: weights.NewStreamDecoder(tok), stops: o.Stop, minTokens: o.MinTokens, include: o.IncludeStopStr,
+func newTextStream(tok *tokenizer.Tokenizer, o GenerateOptions, onText func(string)) *textStream {
+	ts := &textStream{dec: tokenizer.NewStreamDecoder(tok), stops: o.Stop, minTokens: o.MinTokens, include: o.IncludeStopStr,
 		onText: onText, wake: make(chan struct{}, 1)}
 	if o.KeepSpecialTokens {
 		ts.dec.KeepSpecial(!o.NoSpecialTokenSpaces)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
@@ -69,7 +70,7 @@ func TestDraftModelGreedyExact(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 2)
 	m := newDeviceModel(t, w)
 	const n = 40
-	want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
+	want := ref.Generate(w, loopPrompt, n, kernelref.SamplingParams{}, 0, nil)
 	drafters := map[string]spec.Method{
 		"small": draftModel(t, writeLlamaDir(t, ref.RandomLlama(smallCfg, 9)), m),
 		"self":  draftModel(t, writeLlamaDir(t, w), m),

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
@@ -48,7 +49,7 @@ func TestMedusaGreedyExact(t *testing.T) {
 	w := ref.RandomLlama(tied, 11)
 	m := newDeviceModel(t, w)
 	const n = 40
-	want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
+	want := ref.Generate(w, loopPrompt, n, kernelref.SamplingParams{}, 0, nil)
 	heads := []struct {
 		name   string
 		w      *weights.Medusa

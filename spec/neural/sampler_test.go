@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/sched/schedtest"
@@ -28,7 +29,7 @@ func speculativeDistributionDevice(t *testing.T, kv wgsl.WeightType) {
 	m := newDeviceModelKV(t, w, kv)
 	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 1)
 	for _, s := range schedtest.DistSettings {
-		exact := schedtest.ExactJoint(w, ref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
+		exact := schedtest.ExactJoint(w, kernelref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
 		start := time.Now()
 		counts, err := schedtest.SampleJoint(m, drafter, N, 5<<32, s, 2)
 		if err != nil {

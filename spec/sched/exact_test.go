@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	. "github.com/wspec/wspec/spec/sched"
@@ -58,7 +59,7 @@ func TestGreedySpeculationExact(t *testing.T) {
 	tied.TieEmbed = true
 	for _, w := range []*weights.LlamaWeights{ref.RandomLlama(tied, 11), ref.RandomLlama(loopCfg, 2)} {
 		const n = 60
-		want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
+		want := ref.Generate(w, loopPrompt, n, kernelref.SamplingParams{}, 0, nil)
 		plain := generate(t, w, nil, loopPrompt, 0, n, batch.Sampling{}, nil)
 		if !slices.Equal(plain.Tokens, want) || plain.Metrics.Steps != n-1 || plain.Metrics.DraftTokens != 0 {
 			t.Fatalf("plain greedy %v (%+v), ref.Generate %v", plain.Tokens, plain.Metrics, want)
@@ -83,8 +84,8 @@ func TestGreedySpeculationExact(t *testing.T) {
 func TestStops(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 2)
 	long := slices.Repeat(loopPrompt, 6)[:100]
-	full := ref.Generate(w, long, loopCfg.MaxSeq-len(long), ref.SamplingParams{}, 0, nil)
-	free := ref.Generate(w, loopPrompt, 50, ref.SamplingParams{}, 0, nil)
+	full := ref.Generate(w, long, loopCfg.MaxSeq-len(long), kernelref.SamplingParams{}, 0, nil)
+	free := ref.Generate(w, loopPrompt, 50, kernelref.SamplingParams{}, 0, nil)
 	stopAt := slices.Index(free, free[30]) // the first occurrence of free[30]
 	for _, k := range []int{0, 3, 8} {
 		var d spec.Method
@@ -121,7 +122,7 @@ func TestSeededReproducible(t *testing.T) {
 	if b := generate(t, w, nil, loopPrompt, 0, 40, s, nil).Tokens; !slices.Equal(a, b) {
 		t.Fatalf("same seed, with and without drafts:\n%v\n%v", a, b)
 	}
-	if want := ref.Generate(w, loopPrompt, 40, ref.SamplingParams{Temperature: 1, TopP: 0.95}, s.Seed, nil); !slices.Equal(a, want) {
+	if want := ref.Generate(w, loopPrompt, 40, kernelref.SamplingParams{Temperature: 1, TopP: 0.95}, s.Seed, nil); !slices.Equal(a, want) {
 		t.Fatalf("seeded sampling %v differs from ref.Generate %v", a, want)
 	}
 	s.Seed++
@@ -149,7 +150,7 @@ func TestSpeculativeDistribution(t *testing.T) {
 	}
 	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 1)
 	for _, s := range schedtest.DistSettings {
-		exact := schedtest.ExactJoint(w, ref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
+		exact := schedtest.ExactJoint(w, kernelref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
 		plain, err := schedtest.SampleJoint(target(""), nil, N, 1<<32, s, 0)
 		if err != nil {
 			t.Fatal(err)

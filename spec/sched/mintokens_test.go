@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	. "github.com/wspec/wspec/spec/sched"
@@ -16,7 +17,7 @@ import (
 // after MinNew; with speculation the tokens are the same (drafts never cross MinNew).
 func TestMinNewHoldsStopsBack(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 2)
-	free := ref.Generate(w, loopPrompt, 60, ref.SamplingParams{}, 0, nil)
+	free := ref.Generate(w, loopPrompt, 60, kernelref.SamplingParams{}, 0, nil)
 	stop := free[30]
 	stopAt := slices.Index(free, stop)
 	minNew := stopAt + 3

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	. "github.com/wspec/wspec/spec/sched"
@@ -22,7 +23,7 @@ func TestSuffixExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 60
-	want := ref.Generate(w, loopPrompt, n, ref.SamplingParams{}, 0, nil)
+	want := ref.Generate(w, loopPrompt, n, kernelref.SamplingParams{}, 0, nil)
 	for k := 1; k <= spec.MaxSpeculativeTokens; k++ {
 		method := spec.NewSuffix(cfg)
 		first := generate(t, w, method, loopPrompt, k, n, batch.Sampling{}, nil)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/engine"
-	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // errCancelled says a request's generations were cancelled: by its client leaving (then
@@ -103,7 +103,7 @@ func finishReason(f spec.FinishReason) string {
 
 // tokenText is a token's text as a client sees it (a SentencePiece "▁" is a space) and its
 // bytes: a byte-fallback token "<0xE2>" is that byte (its text U+FFFD).
-func tokenText(tok *weights.Tokenizer, id int) (string, []int) {
+func tokenText(tok *tokenizer.Tokenizer, id int) (string, []int) {
 	var b []byte
 	if p := tok.Piece(id); len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' {
 		var v byte
@@ -120,7 +120,7 @@ func tokenText(tok *weights.Tokenizer, id int) (string, []int) {
 		}
 		b = []byte{v}
 	}
-	d := weights.NewStreamDecoder(tok)
+	d := tokenizer.NewStreamDecoder(tok)
 	text := d.Push(id) + d.Flush()
 	if b == nil {
 		b = []byte(text)

@@ -1,8 +1,3 @@
-// Package serve is wspec's OpenAI-compatible HTTP server: /v1/completions and
-// /v1/chat/completions (streamed as server-sent events or whole), /v1/models, /health and
-// /metrics, on one engine whose scheduler batches the requests (continuous batching) and
-// speculates for them. Every request a client can send is validated before it reaches the
-// engine; what is wrong with it comes back as a 400 with OpenAI's error object.
 package serve
 
 import (
@@ -21,7 +16,7 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/spec/engine"
-	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // Defaults of Config.
@@ -66,7 +61,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	e       *engine.Engine
-	tok     *weights.Tokenizer
+	tok     *tokenizer.Tokenizer
 	name    string
 	dir     string
 	maxSeq  int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // llama.cpp's token types (gguf-py's TokenType).
@@ -63,11 +64,11 @@ func readTokenizer(dir string, c *weights.Config) ([]gguf.KV, error) {
 	if err := json.Unmarshal(b, &tf); err != nil {
 		return nil, fmt.Errorf("hf2gguf: tokenizer.json: %w", err)
 	}
-	tok, err := weights.LoadTokenizer(dir)
+	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	if tok.Kind() == weights.SentencePieceBPE {
+	if tok.Kind() == tokenizer.SentencePieceBPE {
 		return spmTokenizer(dir, c, &tf, tok)
 	}
 	pre, err := preName(tf.PreTokenizer)
@@ -119,7 +120,7 @@ func readTokenizer(dir string, c *weights.Config) ([]gguf.KV, error) {
 
 // commonKVs are the entries every tokenizer has: BOS, EOS, whether BOS is added, the chat
 // template.
-func commonKVs(dir string, c *weights.Config, tok *weights.Tokenizer) []gguf.KV {
+func commonKVs(dir string, c *weights.Config, tok *tokenizer.Tokenizer) []gguf.KV {
 	var kvs []gguf.KV
 	if c.BOS >= 0 {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.bos_token_id", Value: uint32(c.BOS)})

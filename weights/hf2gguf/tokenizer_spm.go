@@ -7,6 +7,7 @@ import (
 
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/gguf"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 var byteToken = regexp.MustCompile(`^<0x[0-9A-F]{2}>$`)
@@ -17,7 +18,7 @@ var byteToken = regexp.MustCompile(`^<0x[0-9A-F]{2}>$`)
 // the adjacent pair whose concatenation scores highest, so a token's score is minus the rank
 // of the first merge that makes it (tokens no merge makes score 0: they are never a merge's
 // result): the same order Hugging Face's BPE merges in.
-func spmTokenizer(dir string, c *weights.Config, tf *tokenizerFile, tok *weights.Tokenizer) ([]gguf.KV, error) {
+func spmTokenizer(dir string, c *weights.Config, tf *tokenizerFile, tok *tokenizer.Tokenizer) ([]gguf.KV, error) {
 	tokens := make([]string, c.Vocab)
 	types := make([]int32, c.Vocab)
 	scores := make([]float32, c.Vocab)

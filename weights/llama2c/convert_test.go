@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // realFiles returns the paths of stories15M's model.bin and tokenizer.bin,
@@ -128,7 +129,7 @@ func TestConvertStories15M(t *testing.T) {
 		t.Fatal("wk rows not permuted as expected")
 	}
 
-	tok, err := weights.LoadTokenizer(out)
+	tok, err := tokenizer.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestConvertStories15M(t *testing.T) {
 	// story's end (BOS again) prints nothing.
 	ids := append(tok.Encode("Once upon a time, 日本", true), 1)
 	ids = append(ids, tok.Encode("The end", false)...)
-	d := weights.NewStreamDecoder(tok)
+	d := tokenizer.NewStreamDecoder(tok)
 	var s string
 	for _, id := range ids {
 		piece := d.Push(id)
@@ -264,7 +265,7 @@ func TestConvertTinyUntiedGQA(t *testing.T) {
 	if !bytes.Equal(w1.Data, sec["w1"][4*12*8:]) {
 		t.Fatal("gate_proj is not w1 of layer 1")
 	}
-	tok, err := weights.LoadTokenizer(out)
+	tok, err := tokenizer.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

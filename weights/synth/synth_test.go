@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // tiny is a small Llama shape with a vocabulary past the 256 bytes, so BOS/EOS are specials.
@@ -70,7 +71,7 @@ func TestWriteShardedRoundTrip(t *testing.T) {
 	if mean > 0.01 || mean < -0.01 || variance < 0.8*2.25/64 || variance > 1.2*2.25/64 {
 		t.Fatalf("q_proj mean %.4f variance %.5f, want 0 and about 1.5^2/64", mean, variance)
 	}
-	tok, err := weights.LoadTokenizer(dir)
+	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/sched"
@@ -37,7 +38,7 @@ func DistWeights() *weights.LlamaWeights { return ref.RandomLlama(DistConfig, 4)
 
 // ExactJoint is the probability of each continuation t1 t2 t3 (index t1 V^2 + t2 V + t3) under
 // plain sampling with p: the product of ProcessedProbs of the reference logits.
-func ExactJoint(w *weights.LlamaWeights, p ref.SamplingParams) []float64 {
+func ExactJoint(w *weights.LlamaWeights, p kernelref.SamplingParams) []float64 {
 	V := w.Cfg.Vocab
 	joint := []float64{1}
 	prefixes := [][]int{nil}
@@ -47,7 +48,7 @@ func ExactJoint(w *weights.LlamaWeights, p ref.SamplingParams) []float64 {
 		for i, pre := range prefixes {
 			st := ref.NewLlamaState(w)
 			logits, _ := st.Forward(append(append([]int(nil), DistPrompt...), pre...))
-			probs := ref.ProcessedProbs(logits[len(logits)-V:], p)
+			probs := kernelref.ProcessedProbs(logits[len(logits)-V:], p)
 			for tok, pr := range probs {
 				nj = append(nj, joint[i]*pr)
 				np = append(np, append(append([]int(nil), pre...), tok))
@@ -232,39 +233,39 @@ func normalQuantile(p float64) float64 {
 // max(p' - q', 0)) and "keys-off-by-one" (in a step with drafts, row j keyed with the
 // position of the token fed rather than the one produced, so a recovered token reuses the
 // Gumbel noise of the token before it).
-var Broken = map[string]func(rows []float32, drafts []int, q []float32, p ref.SamplingParams, seed uint64, seq, pos0 uint32) []int{
-	"accept-all": func(rows []float32, drafts []int, q []float32, p ref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
+var Broken = map[string]func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int{
+	"accept-all": func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
 		V := len(rows) / (len(drafts) + 1)
-		return append(append([]int(nil), drafts...), ref.Sample(rows[len(drafts)*V:], p, seed, seq, pos0+uint32(len(drafts))))
+		return append(append([]int(nil), drafts...), kernelref.Sample(rows[len(drafts)*V:], p, seed, seq, pos0+uint32(len(drafts))))
 	},
 	"recover-from-p": recoverFromP,
-	"keys-off-by-one": func(rows []float32, drafts []int, q []float32, p ref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
+	"keys-off-by-one": func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
 		if len(drafts) > 0 {
 			pos0--
 		}
-		out, _ := ref.RejectionSample(rows, drafts, q, p, seed, seq, pos0)
+		out, _ := kernelref.RejectionSample(rows, drafts, q, p, seed, seq, pos0)
 		return out
 	},
 }
 
-// recoverFromP is ref.RejectionSample (non-greedy) with the classic bug: the token replacing
+// recoverFromP is kernelref.RejectionSample (non-greedy) with the classic bug: the token replacing
 // a rejected draft is drawn from p' instead of the residual max(p' - q', 0).
-func recoverFromP(rows []float32, drafts []int, q []float32, p ref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
+func recoverFromP(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
 	V := len(rows) / (len(drafts) + 1)
 	var out []int
 	for j, d := range drafts {
 		pos := pos0 + uint32(j)
-		target := ref.ProcessedProbs(rows[j*V:(j+1)*V], p)
+		target := kernelref.ProcessedProbs(rows[j*V:(j+1)*V], p)
 		qd := 1.0
 		if q != nil {
 			qd = float64(q[j*V+d])
 		}
-		u := float64(ref.RandUniform(seed, seq, pos, ref.RejectionDraw))
+		u := float64(kernelref.RandUniform(seed, seq, pos, kernelref.RejectionDraw))
 		if u < min(1, target[d]/qd) {
 			out = append(out, d)
 			continue
 		}
-		return append(out, ref.GumbelMax(target, seed, seq, pos))
+		return append(out, kernelref.GumbelMax(target, seed, seq, pos))
 	}
-	return append(out, ref.Sample(rows[len(drafts)*V:], p, seed, seq, pos0+uint32(len(drafts))))
+	return append(out, kernelref.Sample(rows[len(drafts)*V:], p, seed, seq, pos0+uint32(len(drafts))))
 }

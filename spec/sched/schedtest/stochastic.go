@@ -9,7 +9,7 @@ import (
 	"math/rand"
 
 	"github.com/wspec/wspec/runtime/batch"
-	"github.com/wspec/wspec/runtime/ref"
+	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/spec"
 )
 
@@ -53,7 +53,7 @@ func (d *Stochastic) Propose(ps []spec.Proposal) error {
 	for i, p := range ps {
 		ps[i].Drafts, ps[i].Q = nil, nil
 		for j := range p.K {
-			ps[i].Drafts = append(ps[i].Drafts, ref.GumbelMax(w, p.Sampling.Seed, 0x5EED, uint32(len(p.Ctx)+j)))
+			ps[i].Drafts = append(ps[i].Drafts, kernelref.GumbelMax(w, p.Sampling.Seed, 0x5EED, uint32(len(p.Ctx)+j)))
 			ps[i].Q = append(ps[i].Q, d.Q...)
 		}
 	}

@@ -1,4 +1,11 @@
-package weights
+// Package tokenizer reads the tokenizers of Hugging Face model folders (tokenizer.json, and
+// tokenizer_config.json for BOS, EOS and add_bos_token) of the two BPE kinds the supported
+// models use: byte-level (GPT-2, Llama 3, Qwen; with its pre-tokenizer regex and the NFC
+// normalizer Qwen declares) and SentencePiece-style with byte fallback (Llama 2, Mistral,
+// TinyLlama). It encodes text to token ids, decodes ids to text, and decodes a stream of ids
+// as text arrives (StreamDecoder: never half a UTF-8 character). Package weights builds one
+// from a GGUF file's metadata through Parse.
+package tokenizer
 
 import (
 	"bytes"
@@ -13,33 +20,43 @@ import (
 	"sync"
 )
 
-// Tokenizer file names in a Hugging Face model folder.
-const (
-	TokenizerFileName       = "tokenizer.json"
-	TokenizerConfigFileName = "tokenizer_config.json"
+// Errors. Every error this package returns for bad input wraps one of these (test with
+// errors.Is), with a message naming the file and field at fault.
+var (
+	// ErrBad: a tokenizer.json or tokenizer_config.json that is malformed.
+	ErrBad = errors.New("tokenizer: bad tokenizer")
+	// ErrUnsupported: a tokenizer feature this package does not implement (a Unigram model,
+	// a pre-tokenizer split behaviour, ...).
+	ErrUnsupported = errors.New("tokenizer: unsupported feature")
 )
 
-// TokenizerKind is the flavour of BPE a tokenizer.json describes.
-type TokenizerKind int
+// Tokenizer file names in a Hugging Face model folder.
+const (
+	FileName       = "tokenizer.json"
+	ConfigFileName = "tokenizer_config.json"
+)
+
+// Kind is the flavour of BPE a tokenizer.json describes.
+type Kind int
 
 const (
 	// SentencePieceBPE: Llama-2 style. Spaces become "▁", a "▁" is prepended,
 	// the whole text is one BPE word, and characters missing from the
 	// vocabulary fall back to byte tokens "<0x00>".."<0xFF>".
-	SentencePieceBPE TokenizerKind = iota + 1
+	SentencePieceBPE Kind = iota + 1
 	// ByteLevelBPE: GPT-2 / Llama-3 / Qwen2 style. The text is split by a
 	// regex and each piece's UTF-8 bytes are mapped to printable characters.
 	ByteLevelBPE
 )
 
-func (k TokenizerKind) String() string {
+func (k Kind) String() string {
 	switch k {
 	case SentencePieceBPE:
 		return "SentencePieceBPE"
 	case ByteLevelBPE:
 		return "ByteLevelBPE"
 	}
-	return fmt.Sprintf("TokenizerKind(%d)", int(k))
+	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // maxVocab bounds token ids so that a hostile file cannot demand a huge table.
@@ -47,7 +64,7 @@ const maxVocab = 1 << 24
 
 // Tokenizer encodes text to token ids and back. It is safe for concurrent use.
 type Tokenizer struct {
-	kind   TokenizerKind
+	kind   Kind
 	pieces []string // id -> token text as in tokenizer.json ("" for holes)
 	// maxPiece is MaxPieceBytes, computed once.
 	maxPiece     int
@@ -84,7 +101,7 @@ type addedToken struct {
 	id      int
 }
 
-// LoadTokenizer reads dir/tokenizer.json (a BPE model, SentencePiece-style
+// Load reads dir/tokenizer.json (a BPE model, SentencePiece-style
 // with byte fallback or byte-level) and, when present, dir/tokenizer_config.json
 // for bos_token, eos_token and add_bos_token. Where tokenizer_config.json does
 // not say: a SentencePiece tokenizer takes "<s>"/"</s>" as BOS/EOS and adds
@@ -95,30 +112,30 @@ type addedToken struct {
 // Approximations, documented where they are made: added tokens are matched in
 // the raw text regardless of their lstrip/rstrip/single_word/normalized flags;
 // the Metaspace "split" flag is ignored (the whole text is one BPE word).
-func LoadTokenizer(dir string) (*Tokenizer, error) {
-	path := filepath.Join(dir, TokenizerFileName)
+func Load(dir string) (*Tokenizer, error) {
+	path := filepath.Join(dir, FileName)
 	tj, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	cpath := filepath.Join(dir, TokenizerConfigFileName)
+	cpath := filepath.Join(dir, ConfigFileName)
 	tc, err := os.ReadFile(cpath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	t, err := parseTokenizer(tj, tc)
+	t, err := Parse(tj, tc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return t, nil
 }
 
-// parseTokenizer builds a Tokenizer from tokenizer.json and (optional, nil)
+// Parse builds a Tokenizer from tokenizer.json and (optional, nil)
 // tokenizer_config.json bytes.
-func parseTokenizer(tokJSON, cfgJSON []byte) (*Tokenizer, error) {
+func Parse(tokJSON, cfgJSON []byte) (*Tokenizer, error) {
 	var j tokenizerJSON
 	if err := json.Unmarshal(tokJSON, &j); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadTokenizer, TokenizerFileName, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrBad, FileName, err)
 	}
 	m := &j.Model
 	if m.Type != "BPE" && !(m.Type == "" && len(m.Merges) > 0) {
@@ -156,7 +173,7 @@ func parseTokenizer(tokJSON, cfgJSON []byte) (*Tokenizer, error) {
 	if m.UnkToken != nil && *m.UnkToken != "" {
 		id, ok := t.ids[*m.UnkToken]
 		if !ok {
-			return nil, fmt.Errorf("%w: unk_token %q is not in the vocabulary", ErrBadTokenizer, *m.UnkToken)
+			return nil, fmt.Errorf("%w: unk_token %q is not in the vocabulary", ErrBad, *m.UnkToken)
 		}
 		t.unk = id
 	}
@@ -184,16 +201,16 @@ func (t *Tokenizer) buildVocab(vocab map[string]int, added []addedTokenJSON) err
 	size := 0
 	for piece, id := range vocab {
 		if id < 0 || id >= maxVocab {
-			return fmt.Errorf("%w: token %q has id %d outside 0..%d", ErrBadTokenizer, piece, id, maxVocab-1)
+			return fmt.Errorf("%w: token %q has id %d outside 0..%d", ErrBad, piece, id, maxVocab-1)
 		}
 		size = max(size, id+1)
 	}
 	for _, a := range added {
 		if a.ID < 0 || a.ID >= maxVocab {
-			return fmt.Errorf("%w: added token %q has id %d outside 0..%d", ErrBadTokenizer, a.Content, a.ID, maxVocab-1)
+			return fmt.Errorf("%w: added token %q has id %d outside 0..%d", ErrBad, a.Content, a.ID, maxVocab-1)
 		}
 		if a.Content == "" {
-			return fmt.Errorf("%w: added token %d is empty", ErrBadTokenizer, a.ID)
+			return fmt.Errorf("%w: added token %d is empty", ErrBad, a.ID)
 		}
 		size = max(size, a.ID+1)
 	}
@@ -201,7 +218,7 @@ func (t *Tokenizer) buildVocab(vocab map[string]int, added []addedTokenJSON) err
 	have := make([]bool, size)
 	for piece, id := range vocab {
 		if have[id] {
-			return fmt.Errorf("%w: id %d is given to both %q and %q", ErrBadTokenizer, id, t.pieces[id], piece)
+			return fmt.Errorf("%w: id %d is given to both %q and %q", ErrBad, id, t.pieces[id], piece)
 		}
 		have[id] = true
 		t.pieces[id] = piece
@@ -270,7 +287,7 @@ func (t *Tokenizer) applyTokenizerConfig(cfgJSON []byte, templateBOS string) err
 	var c tokenizerConfigJSON
 	if cfgJSON != nil {
 		if err := json.Unmarshal(cfgJSON, &c); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrBadTokenizer, TokenizerConfigFileName, err)
+			return fmt.Errorf("%w: %s: %v", ErrBad, ConfigFileName, err)
 		}
 	}
 	bosName, eosName := "", "<|endoftext|>"
@@ -296,7 +313,7 @@ func (t *Tokenizer) applyTokenizerConfig(cfgJSON []byte, templateBOS string) err
 		}
 		id, found := t.TokenID(name)
 		if !found {
-			return -1, fmt.Errorf("%w: %s %s %q is not a token", ErrBadTokenizer, TokenizerConfigFileName, field, name)
+			return -1, fmt.Errorf("%w: %s %s %q is not a token", ErrBad, ConfigFileName, field, name)
 		}
 		return id, nil
 	}
@@ -348,7 +365,7 @@ func (t *Tokenizer) MaxPieceBytes() int {
 func (t *Tokenizer) DummyPrefix() bool { return t.dummyPrefix }
 
 // Kind is the BPE flavour.
-func (t *Tokenizer) Kind() TokenizerKind { return t.kind }
+func (t *Tokenizer) Kind() Kind { return t.kind }
 
 // BOS is the beginning-of-sequence id, or -1 when there is none.
 func (t *Tokenizer) BOS() int { return t.bos }

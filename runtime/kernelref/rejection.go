@@ -1,4 +1,4 @@
-package ref
+package kernelref
 
 import "fmt"
 
@@ -46,7 +46,7 @@ func RejectionSample(targetLogits []float32, drafts []int, draftProbs []float32,
 	seed uint64, seq uint32, pos0 uint32) (accepted []int, nAccepted int) {
 	k := len(drafts)
 	if len(targetLogits)%(k+1) != 0 {
-		panic(fmt.Sprintf("ref.RejectionSample: %d target logits for %d drafts", len(targetLogits), k))
+		panic(fmt.Sprintf("kernelref.RejectionSample: %d target logits for %d drafts", len(targetLogits), k))
 	}
 	V := len(targetLogits) / (k + 1)
 	if draftProbs != nil {

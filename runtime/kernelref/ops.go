@@ -1,4 +1,4 @@
-package ref
+package kernelref
 
 import (
 	"fmt"
@@ -136,7 +136,7 @@ func Embed(e []float32, tok []int, dim int) []float32 {
 	out := make([]float32, len(tok)*dim) // [M, dim]
 	for m, t := range tok {
 		if t < 0 || t >= vocab {
-			panic(fmt.Sprintf("ref.Embed: token %d outside vocabulary of %d", t, vocab))
+			panic(fmt.Sprintf("kernelref.Embed: token %d outside vocabulary of %d", t, vocab))
 		}
 		copy(out[m*dim:(m+1)*dim], e[t*dim:(t+1)*dim])
 	}

@@ -1,4 +1,4 @@
-package weights
+package tokenizer
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 // tokenizerJSON is the subset of a Hugging Face tokenizer.json that
-// LoadTokenizer reads.
+// Load reads.
 type tokenizerJSON struct {
 	AddedTokens   []addedTokenJSON   `json:"added_tokens"`
 	Normalizer    *componentJSON     `json:"normalizer"`
@@ -127,7 +127,7 @@ func (p *pipeline) preTokenizer(c *componentJSON) error {
 		case c.Pattern.String != nil:
 			p.splitRegex = regexp.QuoteMeta(*c.Pattern.String)
 		default:
-			return fmt.Errorf("%w: Split pre-tokenizer without a pattern", ErrBadTokenizer)
+			return fmt.Errorf("%w: Split pre-tokenizer without a pattern", ErrBad)
 		}
 	case "Metaspace":
 		if c.Replacement != "" && c.Replacement != metaspace {
@@ -153,7 +153,7 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 		for i, s := range strs {
 			a, b, ok := strings.Cut(s, " ")
 			if !ok || strings.Contains(b, " ") {
-				return nil, fmt.Errorf("%w: merge %d %q is not two tokens separated by one space", ErrBadTokenizer, i, s)
+				return nil, fmt.Errorf("%w: merge %d %q is not two tokens separated by one space", ErrBad, i, s)
 			}
 			out[i] = [2]string{a, b}
 		}
@@ -161,19 +161,19 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	}
 	var pairs [][]string
 	if err := json.Unmarshal(raw, &pairs); err != nil {
-		return nil, fmt.Errorf("%w: merges: %v", ErrBadTokenizer, err)
+		return nil, fmt.Errorf("%w: merges: %v", ErrBad, err)
 	}
 	out := make([][2]string, len(pairs))
 	for i, p := range pairs {
 		if len(p) != 2 {
-			return nil, fmt.Errorf("%w: merge %d has %d tokens, not 2", ErrBadTokenizer, i, len(p))
+			return nil, fmt.Errorf("%w: merge %d has %d tokens, not 2", ErrBad, i, len(p))
 		}
 		out[i] = [2]string{p[0], p[1]}
 	}
 	return out, nil
 }
 
-// tokenizerConfigJSON is the subset of tokenizer_config.json that LoadTokenizer reads.
+// tokenizerConfigJSON is the subset of tokenizer_config.json that Load reads.
 type tokenizerConfigJSON struct {
 	BOSToken    json.RawMessage `json:"bos_token"`
 	EOSToken    json.RawMessage `json:"eos_token"`
@@ -195,7 +195,7 @@ func tokenContent(field string, raw json.RawMessage) (string, bool, error) {
 		Content *string `json:"content"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil || obj.Content == nil {
-		return "", false, fmt.Errorf("%w: %s must be a string or {\"content\": ...}", ErrBadTokenizer, field)
+		return "", false, fmt.Errorf("%w: %s must be a string or {\"content\": ...}", ErrBad, field)
 	}
 	return *obj.Content, true, nil
 }

@@ -1,4 +1,4 @@
-package weights
+package tokenizer
 
 import (
 	"container/heap"
@@ -28,7 +28,7 @@ func (t *Tokenizer) buildMerges(merges [][2]string) error {
 		b, okB := t.ids[m[1]]
 		r, okR := t.ids[m[0]+m[1]]
 		if !okA || !okB || !okR {
-			return fmt.Errorf("%w: merge %d %q %q uses a token missing from the vocabulary", ErrBadTokenizer, rank, m[0], m[1])
+			return fmt.Errorf("%w: merge %d %q %q uses a token missing from the vocabulary", ErrBad, rank, m[0], m[1])
 		}
 		k := pairKey(int32(a), int32(b))
 		if _, dup := t.merges[k]; !dup {
@@ -36,6 +36,23 @@ func (t *Tokenizer) buildMerges(merges [][2]string) error {
 		}
 	}
 	return nil
+}
+
+// SetMergeRank gives the merge of tokens a and b rank (lower merges first), if the tokenizer
+// has that merge. A SentencePiece model ranks merges by score, and equal scores are one rank
+// (the leftmost pair wins among them, as in llama.cpp): a GGUF file's builder sets them so.
+func (t *Tokenizer) SetMergeRank(a, b string, rank int32) {
+	ia, okA := t.ids[a]
+	ib, okB := t.ids[b]
+	r, okR := t.ids[a+b]
+	if !okA || !okB || !okR {
+		return
+	}
+	k := pairKey(int32(ia), int32(ib))
+	if e, ok := t.merges[k]; ok && e.result == int32(r) {
+		e.rank = rank
+		t.merges[k] = e
+	}
 }
 
 // bpeCandidate is a mergeable adjacent pair (left, right) of symbols, with the

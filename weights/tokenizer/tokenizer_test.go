@@ -1,4 +1,4 @@
-package weights
+package tokenizer
 
 import (
 	"encoding/json"
@@ -87,7 +87,7 @@ func mustParseTokenizer(t testing.TB, tj []byte, tc string) *Tokenizer {
 	if tc != "" {
 		cfg = []byte(tc)
 	}
-	tok, err := parseTokenizer(tj, cfg)
+	tok, err := Parse(tj, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +96,8 @@ func mustParseTokenizer(t testing.TB, tj []byte, tc string) *Tokenizer {
 
 func TestSentencePieceTokenizer(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, TokenizerFileName), spTokenizerJSON(), 0o644)
-	tok, err := LoadTokenizer(dir)
+	os.WriteFile(filepath.Join(dir, FileName), spTokenizerJSON(), 0o644)
+	tok, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,18 +257,18 @@ func TestTokenizerErrors(t *testing.T) {
 		tc   string
 		want error
 	}{
-		{"bad JSON", []byte(`{"model":`), "", ErrBadTokenizer},
+		{"bad JSON", []byte(`{"model":`), "", ErrBad},
 		{"unigram", base(func(d map[string]any) { model(d)["type"] = "Unigram" }), "", ErrUnsupported},
-		{"merge out of vocab", base(func(d map[string]any) { model(d)["merges"] = []string{"x y"} }), "", ErrBadTokenizer},
-		{"merge without space", base(func(d map[string]any) { model(d)["merges"] = []string{"ab"} }), "", ErrBadTokenizer},
-		{"negative id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = -1 }), "", ErrBadTokenizer},
-		{"huge id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = 1 << 30 }), "", ErrBadTokenizer},
-		{"duplicate id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = 5 }), "", ErrBadTokenizer},
+		{"merge out of vocab", base(func(d map[string]any) { model(d)["merges"] = []string{"x y"} }), "", ErrBad},
+		{"merge without space", base(func(d map[string]any) { model(d)["merges"] = []string{"ab"} }), "", ErrBad},
+		{"negative id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = -1 }), "", ErrBad},
+		{"huge id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = 1 << 30 }), "", ErrBad},
+		{"duplicate id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = 5 }), "", ErrBad},
 		{"unknown normalizer", base(func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Lowercase"} }), "", ErrUnsupported},
 		{"unknown pre-tokenizer", base(func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Digits"} }), "", ErrUnsupported},
-		{"bad unk", base(func(d map[string]any) { model(d)["unk_token"] = "<nope>" }), "", ErrBadTokenizer},
-		{"bad bos in config", spTokenizerJSON(), `{"bos_token":"<nope>"}`, ErrBadTokenizer},
-		{"bad config JSON", spTokenizerJSON(), `{"bos_token":`, ErrBadTokenizer},
+		{"bad unk", base(func(d map[string]any) { model(d)["unk_token"] = "<nope>" }), "", ErrBad},
+		{"bad bos in config", spTokenizerJSON(), `{"bos_token":"<nope>"}`, ErrBad},
+		{"bad config JSON", spTokenizerJSON(), `{"bos_token":`, ErrBad},
 		{"plain BPE", base(func(d map[string]any) { d["normalizer"] = nil; model(d)["byte_fallback"] = false }), "", ErrUnsupported},
 	}
 	for _, c := range cases {
@@ -277,12 +277,12 @@ func TestTokenizerErrors(t *testing.T) {
 			if c.tc != "" {
 				cfg = []byte(c.tc)
 			}
-			if _, err := parseTokenizer(c.tj, cfg); !errors.Is(err, c.want) {
+			if _, err := Parse(c.tj, cfg); !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 		})
 	}
-	if _, err := LoadTokenizer(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing tokenizer.json: %v", err)
 	}
 }
@@ -387,7 +387,7 @@ func TestByteLevelIgnoreMergesAndTemplateBOS(t *testing.T) {
 // first, as Hugging Face does: a decomposed "e" + U+0301 is tokenized as the composed "é";
 // without the normalizer the two differ.
 func TestNFCNormalizer(t *testing.T) {
-	nfc, err := parseTokenizer(byteLevelTokenizerJSON(gpt2PreTokenizer), nil)
+	nfc, err := Parse(byteLevelTokenizerJSON(gpt2PreTokenizer), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func TestNFCNormalizer(t *testing.T) {
 	}
 	doc["normalizer"] = nil
 	b, _ := json.Marshal(doc)
-	raw, err := parseTokenizer(b, nil)
+	raw, err := Parse(b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ref
+package kernelref
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ import (
 // All in float64.
 func RopeInvFreq(headDim int, theta float64, scaling *weights.RopeScaling) []float64 {
 	if headDim%2 != 0 {
-		panic(fmt.Sprintf("ref.RopeInvFreq: odd head dimension %d", headDim))
+		panic(fmt.Sprintf("kernelref.RopeInvFreq: odd head dimension %d", headDim))
 	}
 	invFreq := make([]float64, headDim/2) // [headDim/2]
 	for i := range invFreq {
@@ -68,7 +68,7 @@ func RopeInvFreq(headDim int, theta float64, scaling *weights.RopeScaling) []flo
 func Rope(x []float32, pos []int, rows, nHeads, headDim int, invFreq []float64) {
 	check("Rope x", x, rows*nHeads*headDim)
 	if len(pos) != rows || len(invFreq) != headDim/2 {
-		panic(fmt.Sprintf("ref.Rope: %d positions and %d frequencies for %d rows of head dimension %d",
+		panic(fmt.Sprintf("kernelref.Rope: %d positions and %d frequencies for %d rows of head dimension %d",
 			len(pos), len(invFreq), rows, headDim))
 	}
 	half := headDim / 2
@@ -113,12 +113,12 @@ func AttentionWindow(q, kCache, vCache []float32, pos []int, M, T, nH, nKV, hd i
 	check("Attention kCache", kCache, T*nKV*hd)
 	check("Attention vCache", vCache, T*nKV*hd)
 	if len(pos) != M || nKV <= 0 || nH%nKV != 0 {
-		panic(fmt.Sprintf("ref.Attention: %d positions for %d queries, %d heads over %d kv heads",
+		panic(fmt.Sprintf("kernelref.Attention: %d positions for %d queries, %d heads over %d kv heads",
 			len(pos), M, nH, nKV))
 	}
 	for _, p := range pos {
 		if p < 0 || p >= T {
-			panic(fmt.Sprintf("ref.Attention: position %d outside a cache of %d", p, T))
+			panic(fmt.Sprintf("kernelref.Attention: position %d outside a cache of %d", p, T))
 		}
 	}
 	group := nH / nKV               // query heads per kv head

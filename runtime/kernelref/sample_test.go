@@ -1,4 +1,4 @@
-package ref
+package kernelref
 
 import (
 	"math"

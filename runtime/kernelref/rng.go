@@ -1,7 +1,8 @@
-// Package ref holds pure-Go reference implementations of every WGSL kernel and of the
-// Llama forward pass. They are the ground truth the portability suite checks the device
-// against, so they favour clarity (and float64 accumulation) over speed.
-package ref
+// Package kernelref holds pure-Go reference implementations of every WGSL kernel: the ground
+// truth the portability suite (wspec selftest) checks each adapter against, so they favour
+// clarity (and float64 accumulation) over speed. The reference model built from them, the
+// Llama forward pass and a batched step, is runtime/ref (tests only).
+package kernelref
 
 import "math"
 
