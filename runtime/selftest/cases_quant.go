@@ -110,7 +110,8 @@ var quantBlocks = []struct {
 // quantized kernels. The fusions are the float kernels' code (mat_io.wgsl) and the decoding is
 // the type's, so they are crossed sparsely: each pipeline costs seconds to compile on a CPU
 // adapter (its 8 groups are written out). The quick tier: every type plain at decode, Q8_0 on
-// a verify block too, every fusion on Q4_K.
+// a verify block too, every fusion on Q4_K in the subgroup kernel (the one adapters with
+// subgroups run), the LM head's in the workgroup fallback.
 func matmulQCases() []testCase {
 	var out []testCase
 	for _, kernel := range []string{"matmul_q", "matmul_q_sg"} {
@@ -134,7 +135,7 @@ func matmulQCases() []testCase {
 								}
 								tc := linCase(kernel, wt, f, qb.b, qb.sgMin, m, n, k)
 								quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 && bi == 1) ||
-									wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33)
+									wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33 && (kernel == "matmul_q_sg" || f.name == "NORM+GATHER"))
 								if !quick {
 									tc = fullOnly(tc)
 								}
