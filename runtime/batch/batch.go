@@ -80,6 +80,10 @@ type Limits struct {
 	// that height; more in blocks of ChunkRows. Each block reads the weights once.
 	BlockRows []int
 	ChunkRows int
+	// NoDraftQ: the step has no room for drafts' distributions (SeqStep.Q), so drafts that
+	// come with one are not verified. A model keeps that room only for a drafter that returns
+	// q (runtime/model's Options.DraftQ); the zero value takes them.
+	NoDraftQ bool
 }
 
 // Blocks is how a step of n rows runs: in blocks blocks that compute computed rows in all

@@ -258,5 +258,6 @@ func (m *Model) Pool() *kv.PagePool { return m.pool }
 func (m *Model) Limits() batch.Limits {
 	o, c := m.Opts, m.Cfg
 	return batch.Limits{MaxSeq: c.MaxSeq, Vocab: c.Vocab, MaxSeqs: o.MaxSeqs, MaxLogitRows: o.MaxLogitRows,
-		MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk, BlockRows: append([]int{1}, verifyRows[:]...), ChunkRows: prefillBlock}
+		MaxDraft: o.MaxDraft, StepRows: o.PrefillChunk, BlockRows: append([]int{1}, verifyRows[:]...), ChunkRows: prefillBlock,
+		NoDraftQ: !o.DraftQ}
 }

@@ -39,7 +39,7 @@ func setupHint(goos string) string {
 	if goos == "linux" {
 		run = "run ./setup.sh (it installs the lavapipe Vulkan driver on Debian, then runs `wspec setup`, which downloads Dawn into .wspec/lib)"
 	}
-	return run + ", or set " + LibraryEnv + " to the path of " + LibraryFile(goos) + " (see `go doc ./runtime/webgpu`)"
+	return run + ", or set " + LibraryEnv + " to the path of " + LibraryFile(goos) + " (see `go doc github.com/wspec/wspec/runtime/webgpu`)"
 }
 
 // FindLibrary returns the library's path: $WSPEC_WEBGPU_LIB when set (it must exist), else the

@@ -27,7 +27,7 @@ func (s *Scheduler) propose(props []spec.Proposal, at []int, steps []batch.SeqSt
 	for p, pr := range props {
 		i := at[p]
 		in[i].res.Metrics.DraftTime += share
-		if err != nil || checkDrafts(pr, s.lim.Vocab) != nil {
+		if err != nil || checkDrafts(pr, s.lim) != nil {
 			continue
 		}
 		if s.o.Cost != nil {
@@ -41,8 +41,13 @@ func (s *Scheduler) propose(props []spec.Proposal, at []int, steps []batch.SeqSt
 	}
 }
 
-// checkDrafts checks what a drafter proposed against its proposal.
-func checkDrafts(p spec.Proposal, vocab int) error {
+// checkDrafts checks what a drafter proposed against its proposal and what the target's step
+// takes; drafts that fail it are not verified (the step decodes one token).
+func checkDrafts(p spec.Proposal, lim batch.Limits) error {
+	vocab := lim.Vocab
+	if p.Q != nil && len(p.Drafts) > 0 && lim.NoDraftQ {
+		return fmt.Errorf("drafts with q, and the target keeps no room for q (the method's Needs.DraftQ is false)")
+	}
 	if len(p.Drafts) > p.K {
 		return fmt.Errorf("%d drafts, %d asked for", len(p.Drafts), p.K)
 	}
