@@ -52,6 +52,7 @@ type SeqInfo struct {
 	AdjOff      uint32  // its logit adjustments: Adj entries [AdjOff, AdjOff+AdjLen)
 	AdjLen      uint32  //
 	Logprobs    uint32  // 0: none; 1 + n: each sampling row's logprobs and its n likeliest
+	MaskOff     uint32  // 0: none; else its rows' token masks in the drafts buffer, from this word on
 }
 
 // LogprobStride is the words per logits row in sample_rows.wgsl's lp output: lp(draft),

@@ -21,7 +21,7 @@ struct RowInfo { seq: u32, pos: u32 }
 // positions.
 struct Block { row0: u32, rows: u32 }
 
-// A batched step's sequences (runtime.SeqInfo mirrors it: 80 bytes).
+// A batched step's sequences (runtime.SeqInfo mirrors it: 84 bytes).
 struct SeqInfo {
   page_off: u32,     // its page table's offset in the page-table buffer
   logit_row0: u32,   // its first row among the step's logits rows
@@ -43,6 +43,7 @@ struct SeqInfo {
   adj_off: u32,      // its logit adjustments: adj[adj_off .. adj_off + adj_len]
   adj_len: u32,
   logprobs: u32,     // 0: none; 1 + n: each row's logprobs and its n likeliest tokens'
+  mask_off: u32,     // 0: none; else its rows' token masks, drafts[mask_off ..]: [n_draft + 1, (vocab + 31) / 32]
 }
 
 // A logit adjustment of one token of a sequence: the bias added to it, and what its

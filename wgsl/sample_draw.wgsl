@@ -5,7 +5,9 @@
 // Each row is processed as in runtime/ref: temperature, then top-k (keep z >= the k-th largest
 // z) and min-p, then softmax, then top-p (keep p >= the largest threshold whose kept mass is
 // >= top_p), renormalised: that is p'. The draft's q' is the q row given (has_q) or one-hot
-// on d_j. Each row records:
+// on d_j; under a token mask, the q row renormalised over the row's allowed tokens (a draft
+// that left the grammar was cut before the step, so the kept ones are samples of that). Each
+// row records:
 //   a draft row with q:  ratio = p'(d_j) / q'(d_j) (the acceptance probability, capped by the
 //                 pick), tok = the recovered token, a sample of normalize(max(p' - q', 0));
 //   any other row: tok = a sample of p' (a one-hot draft passes iff it is that sample, which
@@ -33,6 +35,16 @@ var<private> tp: f32;       // top-p: keep p >= tp (before renormalisation)
 var<private> psum: f32;     // normaliser of p before top-p
 var<private> compact: bool; // the row's candidates are in cand_i / cand_z
 var<private> n_items: u32;  // entries to scan: the candidates, or the whole vocabulary
+var<private> qmask: u32;    // the q row's mask base (0: none)
+var<private> qnorm: f32;    // the q row's mass on its allowed tokens
+
+// qv is q'(i) of q row qr: q masked and renormalised when the row has a mask.
+fn qv(qr: u32, i: u32) -> f32 {
+  let v = q[qr * P.vocab + i];
+  if (qmask == 0u) { return v; }
+  if (!allowed(qmask, i) || qnorm <= 0.0) { return 0.0; }
+  return v / qnorm;
+}
 
 fn ordered(f: f32) -> u32 {
   let b = bitcast<u32>(f);
@@ -207,7 +219,7 @@ fn draw(pos: u32, qr: i32, d: u32) -> u32 {
     if (kept(zi)) { w = exp(zi - zmax) / zsum; }
     if (qr >= 0) {
       var qi = select(0.0, 1.0, i == d);
-      if (si.has_q != 0u) { qi = q[u32(qr) * P.vocab + i]; }
+      if (si.has_q != 0u) { qi = qv(u32(qr), i); }
       w = max(w - qi, 0.0);
     }
     if (w > 0.0) {
@@ -235,12 +247,22 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     return;
   }
   apply_processors(i, j, su);
+  apply_mask(i, j, su);
   process(i, su.top_k, su.top_p);
   var tok = 0u; // uniform (the draws' results are), unlike r's other fields
   if (j < su.n_draft && su.has_q != 0u) {
     let d = drafts[su.draft_off + j];
     let pd = pprime(d);
-    let qd = q[(su.draft_off + j) * P.vocab + d];
+    qmask = 0u;
+    if (su.mask_off != 0u) {
+      let qr = su.draft_off + j;
+      let base = mask_base(j, su);
+      var s = 0.0;
+      for (var t = lid; t < P.vocab; t += WG) { if (allowed(base, t)) { s += q[qr * P.vocab + t]; } }
+      qnorm = sum_all(s);
+      qmask = base;
+    }
+    let qd = qv(su.draft_off + j, d);
     r.ratio = select(0.0, 1.0, pd > 0.0);
     if (qd > 0.0) { r.ratio = pd / qd; }
     tok = draw(pos, i32(su.draft_off + j), d);

@@ -7,6 +7,8 @@
 //   - processes the row's logits in place (apply_processors): the sequence's logit bias, then
 //     its penalties, counting as generated the drafts before the row (row j's context holds
 //     them), so every verified row is processed as plain decoding would process it;
+//   - with a token mask (SeqInfo.mask_off: structured outputs), sets the logits of the tokens
+//     row j's mask leaves out to MASKED, after the processors;
 //   - records in res what sample_pick.wgsl needs, whether or not the row is reached;
 //   - with logprobs, writes the row's log-softmax (after the processors, at temperature 1) of
 //     its draft and of its token, and of its n likeliest tokens, to lp.
@@ -15,7 +17,7 @@ struct Params { vocab: u32, out_stride: u32, _a: u32, _b: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<uniform> S: Step;
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>; // [logit_rows, vocab], processed in place
-@group(0) @binding(3) var<storage, read> drafts: array<u32>;      // [drafts of all sequences]
+@group(0) @binding(3) var<storage, read> drafts: array<u32>;      // [drafts of all sequences], then the token masks
 @group(0) @binding(5) var<storage, read> rowsel: array<u32>;      // [logit_rows]: the step's row of each
 @group(0) @binding(6) var<storage, read> rows: array<RowInfo>;    // [m]
 @group(0) @binding(7) var<storage, read> seqs: array<SeqInfo>;    // [n_seqs]
@@ -25,6 +27,7 @@ struct Params { vocab: u32, out_stride: u32, _a: u32, _b: u32 }
 const LP_STRIDE: u32 = 42u; // f32 lp(draft), f32 lp(tok), then up to 20 x (u32 id, f32 lp)
 const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
+const MASKED: f32 = -1.0e30; // batch.Masked: a token the row's mask leaves out
 var<workgroup> redf: array<f32, WG>;
 var<workgroup> redi: array<u32, WG>;
 var<workgroup> rowkind: atomic<u32>; // check_row: the kinds of non-finite logits in the row
@@ -143,6 +146,24 @@ fn apply_processors(i: u32, j: u32, su: SeqInfo) {
         logits[i * P.vocab + t] = penalize(logits[i * P.vocab + t], cnt, false);
       }
     }
+  }
+  storageBarrier();
+  workgroupBarrier();
+}
+
+// mask_base is the first word of row j's token mask (su has one: mask_off != 0).
+fn mask_base(j: u32, su: SeqInfo) -> u32 { return su.mask_off + j * ((P.vocab + 31u) / 32u); }
+
+// allowed reports whether the mask at word base allows token t.
+fn allowed(base: u32, t: u32) -> bool { return (drafts[base + t / 32u] & (1u << (t % 32u))) != 0u; }
+
+// apply_mask sets the logits of row i (row j of sequence su) that its mask leaves out to
+// MASKED; a sequence without a mask keeps them.
+fn apply_mask(i: u32, j: u32, su: SeqInfo) {
+  if (su.mask_off == 0u) { return; }
+  let base = mask_base(j, su);
+  for (var t = lid; t < P.vocab; t += WG) {
+    if (!allowed(base, t)) { logits[i * P.vocab + t] = MASKED; }
   }
   storageBarrier();
   workgroupBarrier();

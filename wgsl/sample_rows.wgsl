@@ -30,6 +30,7 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
     return;
   }
   apply_processors(i, j, su);
+  apply_mask(i, j, su);
   r.tok = greedy(i);
   finish_row(i, j, su, r);
 }

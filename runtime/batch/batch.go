@@ -29,7 +29,12 @@ type SeqStep struct {
 	// Q is [NDraft, vocab]: row j is the distribution draft j was sampled from, so the
 	// rejection sampler keeps it with probability min(1, p/q) and recovers from
 	// normalize(max(p - q, 0)); nil means one-hot on the drafts (argmax or lookup drafters).
-	Q        []float32
+	Q []float32
+	// Mask, for a step that samples under a grammar (structured outputs), is [NDraft+1,
+	// MaskWords(vocab)] words: row j the tokens allowed after the drafts before it (bit t%32 of
+	// word t/32). The sampler sets the other tokens' logits to Masked after the processors, and
+	// a draft's q row is renormalised over its row's allowed tokens. nil: no constraint.
+	Mask     []uint32
 	Sample   bool // sample after the tokens (false: a prompt chunk that does not end the prompt)
 	Sampling Sampling
 	// Adj lists, once each, the tokens whose logits the sequence adjusts: those with a logit
@@ -40,6 +45,13 @@ type SeqStep struct {
 	// output a drafter reads after the step; 0: none). See Slot.
 	Keep Slot
 }
+
+// MaskWords is the length in 32-bit words of one row's token mask over a vocabulary.
+func MaskWords(vocab int) int { return (vocab + 31) / 32 }
+
+// Masked is the logit of a token a mask leaves out: after it no finite logit is lower, and
+// its probability is exactly 0 (finite: WGSL may assume there are no infinities).
+const Masked = -1e30
 
 // Slot names one of a model's feature slots: buffers, one per drafting sequence, into which a
 // step copies that sequence's rows of the features its drafter reads (the hidden state after

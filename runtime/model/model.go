@@ -8,6 +8,7 @@ package model
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
@@ -124,7 +125,7 @@ type Model struct {
 	rowsel         *webgpu.Buffer // [max_logit_rows] u32: the rows that sample
 	logits         *webgpu.Buffer // [max_logit_rows, vocab]
 	res            *webgpu.Buffer // [max_logit_rows] RowResult
-	drafts         *webgpu.Buffer // [max_logit_rows] u32
+	drafts         *webgpu.Buffer // [max_logit_rows] u32 drafts, then [max_logit_rows, ceil(vocab/32)] token masks
 	q              *webgpu.Buffer // [max_logit_rows, vocab] f32: the drafts' q rows, where given
 	out            *webgpu.Buffer // [max_seqs, max_draft + 2] u32: count, tokens
 	staging        *webgpu.Buffer // map-read copy of out
@@ -203,9 +204,9 @@ func (m *Model) allocate() error {
 	}{
 		{&m.x, chunk * c.Dim, "x"}, {&m.qkv, chunk * qkvW, "qkv"}, {&m.att, chunk * c.NHeads * c.HeadDim, "att"},
 		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.tokens, chunk, "tokens"}, {&m.rows, 2 * chunk, "rows"},
-		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, 20 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
+		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, int(unsafe.Sizeof(runtime.SeqInfo{})) / 4 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
 		{&m.rowsel, o.MaxLogitRows, "rowsel"}, {&m.logits, o.MaxLogitRows * c.Vocab, "logits"},
-		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, o.MaxLogitRows, "drafts"},
+		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, maskBase(o) + o.MaxLogitRows*maskWords(c.Vocab), "drafts"},
 		{&m.q, qSize, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
 		{&m.adj, 4 * m.adjCap, "logit_adjustments"}, {&m.lp, o.MaxLogitRows * runtime.LogprobStride, "logprobs"},
 	}

@@ -151,6 +151,7 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 		rowsel []uint32
 		drafts []uint32
 		qs     []float32
+		masks  []uint32
 		adj    []batch.Adj
 		lp     bool
 		pages  = make([]uint32, len(steps)*maxPages)
@@ -195,6 +196,10 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 			for _, t := range st.Tokens[n-nd:] {
 				drafts = append(drafts, uint32(t))
 			}
+			if st.Mask != nil {
+				si.MaskOff = uint32(maskBase(o) + len(masks))
+				masks = append(masks, st.Mask...)
+			}
 			if st.Q != nil { // q's rows are the drafts' (zeros for those of other sequences)
 				si.HasQ = 1
 				qs = append(qs, make([]float32, int(si.DraftOff)*c.Vocab-len(qs))...)
@@ -220,6 +225,9 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 	if len(drafts) > 0 {
 		m.drafts.Write(0, runtime.U32Bytes(drafts))
 	}
+	if len(masks) > 0 {
+		m.drafts.Write(uint64(4*maskBase(o)), runtime.U32Bytes(masks))
+	}
 	if len(qs) > 0 { // the sampler reads q only where a sequence has it
 		m.q.Write(0, runtime.F32Bytes(qs))
 	}
@@ -228,6 +236,11 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 	}
 	return &preparedStep{prog: prog, step: step, before: before, spans: spans, seqs: seqs, logprobs: lp}, nil
 }
+
+// maskBase is where the token masks start in the drafts buffer (after room for every draft);
+// maskWords a row's mask length.
+func maskBase(o Options) int   { return o.MaxLogitRows }
+func maskWords(vocab int) int { return batch.MaskWords(vocab) }
 
 // parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
 func (m *Model) parseOut(raw []byte, st batch.SeqStep, pos0 int) batch.StepOut {
@@ -274,6 +287,8 @@ func (m *Model) checkBatch(steps []batch.SeqStep) error {
 			return fmt.Errorf("%w: drafts with q, but the model was made without Options.DraftQ", batch.ErrBadInput)
 		case st.Q != nil && len(st.Q) != st.NDraft*c.Vocab:
 			return fmt.Errorf("%w: q has %d values, want %d x %d", batch.ErrBadInput, len(st.Q), st.NDraft, c.Vocab)
+		case st.Mask != nil && (!st.Sample || len(st.Mask) != (st.NDraft+1)*batch.MaskWords(c.Vocab)):
+			return fmt.Errorf("%w: a mask of %d words for %d rows of vocabulary %d", batch.ErrBadInput, len(st.Mask), st.NDraft+1, c.Vocab)
 		case st.Keep < 0 || int(st.Keep) > len(m.slots) || (st.Keep > 0 && !m.slots[st.Keep-1].used):
 			return fmt.Errorf("%w: feature slot %d (the model has %d)", batch.ErrBadInput, st.Keep, len(m.slots))
 		case st.Seq.Len()+n > c.MaxSeq:

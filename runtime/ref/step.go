@@ -94,6 +94,8 @@ func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 		switch {
 		case len(st.Tokens) == 0 || st.NDraft < 0 || st.NDraft >= len(st.Tokens) || st.NDraft > m.lim.MaxDraft:
 			return nil, fmt.Errorf("%w: %d drafts among %d tokens", batch.ErrBadInput, st.NDraft, len(st.Tokens))
+		case st.Mask != nil && (!st.Sample || len(st.Mask) != (st.NDraft+1)*batch.MaskWords(m.lim.Vocab)):
+			return nil, fmt.Errorf("%w: a mask of %d words for %d rows", batch.ErrBadInput, len(st.Mask), st.NDraft+1)
 		case st.Seq.Len()+len(st.Tokens) > m.lim.MaxSeq:
 			return nil, fmt.Errorf("%w: %d tokens", kv.ErrContextFull, st.Seq.Len()+len(st.Tokens))
 		}
@@ -154,9 +156,20 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 	}
 	n, nd := len(st.Tokens), st.NDraft
 	drafts := st.Tokens[n-nd:]
+	W := batch.MaskWords(V)
+	q := st.Q
+	if q != nil && st.Mask != nil { // each draft's q renormalised over its row's allowed tokens
+		q = make([]float32, 0, len(st.Q))
+		for j := range nd {
+			q = append(q, kernelref.MaskQ(st.Q[j*V:(j+1)*V], st.Mask[j*W:(j+1)*W])...)
+		}
+	}
 	rows := make([]float32, 0, (nd+1)*V) // the processed rows that sample
 	for j := 0; j <= nd; j++ {
 		row := process(all[(n-nd-1+j)*V:(n-nd+j)*V], st.Sampling, st.Adj, drafts[:j])
+		if st.Mask != nil {
+			kernelref.ApplyMask(row, st.Mask[j*W:(j+1)*W])
+		}
 		for _, z := range row {
 			if math.IsNaN(float64(z)) || math.IsInf(float64(z), 0) {
 				return batch.StepOut{Err: fmt.Errorf("%w: the model produced non-finite logits at position %d", batch.ErrNonFinite, pos0+n-nd-1+j)}
@@ -166,7 +179,7 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 	}
 	sm := st.Sampling
 	p := kernelref.SamplingParams{Temperature: sm.Temperature, TopK: sm.TopK, TopP: sm.TopP, MinP: sm.MinP}
-	out := batch.StepOut{Tokens: m.Verify(rows, drafts, st.Q, p, sm.Seed, sm.Choice, uint32(pos0+n-nd))}
+	out := batch.StepOut{Tokens: m.Verify(rows, drafts, q, p, sm.Seed, sm.Choice, uint32(pos0+n-nd))}
 	if sm.Logprobs {
 		for i, tok := range out.Tokens {
 			lp, ids, lps := kernelref.Logprobs(rows[i*V:(i+1)*V], tok, sm.TopLogprobs)

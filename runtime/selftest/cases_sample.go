@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wspec/wspec/runtime"
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/webgpu"
 	"github.com/wspec/wspec/wgsl"
@@ -63,9 +64,12 @@ func sampleCases() []testCase {
 				variant += " q"
 			}
 			for k := 1; k <= 8; k++ {
-				add(variant, fmt.Sprintf("V=33 n_draft=%d", k), func(c *checker) { rejectionRun(c, 33, k, hasQ, sp) })
+				add(variant, fmt.Sprintf("V=33 n_draft=%d", k), func(c *checker) { rejectionRun(c, 33, k, hasQ, sp, false) })
 			}
-			add(variant, "V=4097 n_draft=4", func(c *checker) { rejectionRun(c, 4097, 4, hasQ, sp) })
+			add(variant, "V=4097 n_draft=4", func(c *checker) { rejectionRun(c, 4097, 4, hasQ, sp, false) })
+			// Token masks (structured outputs): each row its own, q renormalised under it.
+			add(variant+" mask", "V=33 n_draft=3", func(c *checker) { rejectionRun(c, 33, 3, hasQ, sp, true) })
+			add(variant+" mask", "V=4097 n_draft=2", func(c *checker) { rejectionRun(c, 4097, 2, hasQ, sp, true) })
 		}
 	}
 	return out
@@ -96,12 +100,13 @@ type sampler struct {
 	threshold         float64
 	si                runtime.SeqInfo
 	seedBase          uint64
+	mask              []uint32 // [rows, MaskWords(V)] when the case masks (si.MaskOff set)
 }
 
 func newSampler(c *checker, logits []float32, V, nDraft int, q []float32, threshold float64) *sampler {
 	s := &sampler{c: c, rows: nDraft + 1, threshold: threshold}
 	s.logits = c.f32(logits)
-	s.drafts = c.u32(make([]uint32, max(nDraft, 1)))
+	s.drafts = c.u32(make([]uint32, max(nDraft, 1)+s.rows*batch.MaskWords(V))) // drafts, then masks
 	if q == nil {
 		q = []float32{0}
 	}
@@ -174,6 +179,9 @@ func (s *sampler) trialOut(i int, drafts []int, w []uint32) {
 			du[j] = uint32(d)
 		}
 		s.drafts.Write(0, runtime.U32Bytes(du))
+	}
+	if s.mask != nil {
+		s.drafts.Write(uint64(4*s.si.MaskOff), runtime.U32Bytes(s.mask))
 	}
 	poison := make([]uint32, s.rows+1)
 	for j := range poison {
@@ -261,8 +269,10 @@ func stochasticRunScaled(c *checker, V int, p kernelref.SamplingParams, scale fl
 // rejectionRun checks the verification of k drafts against kernelref.RejectionSample over 50 seeds,
 // with fresh drafts per seed. Each target row has a likely token (logit + 5); drafts are drawn
 // from q when it is given, else are the likely token 80% of the time, so that acceptance,
-// rejection and the bonus token all occur.
-func rejectionRun(c *checker, V, k int, hasQ bool, p kernelref.SamplingParams) {
+// rejection and the bonus token all occur. With masked, each row has a random token mask
+// (about half the vocabulary, the likely token in it two times in three) that the reference
+// applies to its logits and q rows.
+func rejectionRun(c *checker, V, k int, hasQ bool, p kernelref.SamplingParams, masked bool) {
 	likely := make([]int, k+1)
 	logits := c.randomLogits((k+1)*V, 1.5)
 	for j := range likely {
@@ -297,6 +307,26 @@ func rejectionRun(c *checker, V, k int, hasQ bool, p kernelref.SamplingParams) {
 	if hasQ {
 		s.si.HasQ = 1
 	}
+	refLogits, refQ := logits, q
+	if masked {
+		W := batch.MaskWords(V)
+		s.mask = make([]uint32, (k+1)*W)
+		refLogits, refQ = slices.Clone(logits), nil
+		for j := range k + 1 {
+			m := s.mask[j*W : (j+1)*W]
+			for t := range V {
+				if c.rng.Intn(2) == 0 || t == likely[j] && c.rng.Intn(3) > 0 {
+					m[t/32] |= 1 << (t % 32)
+				}
+			}
+			m[0] |= 1 // at least one token
+			kernelref.ApplyMask(refLogits[j*V:(j+1)*V], m)
+			if hasQ && j < k {
+				refQ = append(refQ, kernelref.MaskQ(q[j*V:(j+1)*V], m)...)
+			}
+		}
+		s.si.MaskOff = uint32(max(k, 1))
+	}
 	pos0 := s.si.PosSample // position of the token row 0 verifies
 	for i := 0; i < seeds; i++ {
 		drafts := make([]int, k)
@@ -310,7 +340,7 @@ func rejectionRun(c *checker, V, k int, hasQ bool, p kernelref.SamplingParams) {
 				drafts[j] = c.rng.Intn(V)
 			}
 		}
-		want, _ := kernelref.RejectionSample(logits, drafts, q, p, s.seed(i), s.si.SeqID, pos0)
+		want, _ := kernelref.RejectionSample(refLogits, drafts, refQ, p, s.seed(i), s.si.SeqID, pos0)
 		s.trial(i, drafts, want)
 	}
 	s.finish()
