@@ -214,6 +214,7 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		return waiting, running
 	}
 	s.propose(p.props, p.at, steps, in)
+	s.constrain(steps, in)
 	for i, j := range in[:p.decoding] {
 		if len(steps[i].Tokens) > 1 {
 			j.seq.idle = 0

@@ -15,6 +15,7 @@ import (
 	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/kv"
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 // ErrClosed is returned for requests submitted to (or still queued in) a closed scheduler.
@@ -35,6 +36,10 @@ type Request struct {
 	// when they do not pay, unless FixedK).
 	K      int
 	FixedK bool
+	// Grammar, if set, constrains the output (structured outputs): each sampled row is masked
+	// to the tokens it allows, Stop tokens only where its match may end, and the request ends
+	// (FinishStop) once it has matched a whole output nothing can continue. The request owns it.
+	Grammar *grammar.Matcher
 	// Emit, if set, sees each new token as soon as it is known, on the scheduler's goroutine
 	// (it must not block); returning false ends the request (FinishStop), that token included.
 	Emit func(tok int) bool

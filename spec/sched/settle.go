@@ -107,6 +107,10 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 			s.finish(j, spec.FinishStop, nil)
 			return
 		}
+		if err := acceptGrammar(j, tok); err != nil {
+			s.finish(j, "", err)
+			return
+		}
 		if len(j.res.Tokens) == 0 {
 			j.res.FirstToken = time.Since(j.submitted)
 		}
@@ -122,6 +126,10 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 			s.finish(j, spec.FinishLength, nil)
 			return
 		}
+	}
+	if grammarDone(j) {
+		s.finish(j, spec.FinishStop, nil)
+		return
 	}
 	if len(j.ctx) >= s.lim.MaxSeq {
 		s.finish(j, spec.FinishContextFull, nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/grammar"
 	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
 )
@@ -59,10 +60,65 @@ func ExactJoint(w *weights.LlamaWeights, p kernelref.SamplingParams) []float64 {
 	return joint
 }
 
+// DistPieces are the tiny model's tokens as text, for grammars: the last has none (a special
+// token). DistGrammar's text is pairs of a and b or c: after an even number of characters the
+// tokens a, ab and ac are allowed, after an odd one b, c, ba and ca, so the mask changes from
+// one position to the next as the drafts go.
+var DistPieces = []string{"a", "b", "c", "ab", "ca", "bc", "cc", "x", "ac", "ba", "cb", ""}
+
+// DistGrammar compiles the tiny model's grammar.
+func DistGrammar() *grammar.Grammar {
+	v := grammar.NewVocab(DistConfig.Vocab, func(id int) []byte { return []byte(DistPieces[id]) })
+	g, err := grammar.Compile(grammar.Spec{Kind: grammar.Regex, Text: `(a[bc])+`}, v)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// ExactJointGrammar is ExactJoint under grammar g: each position's logits masked to the
+// tokens g allows after the prefix, then processed.
+func ExactJointGrammar(w *weights.LlamaWeights, p kernelref.SamplingParams, g *grammar.Grammar) []float64 {
+	V := w.Cfg.Vocab
+	joint := []float64{1}
+	prefixes := [][]int{nil}
+	for range DistTokens {
+		var nj []float64
+		var np [][]int
+		for i, pre := range prefixes {
+			st := ref.NewLlamaState(w)
+			logits, _ := st.Forward(append(append([]int(nil), DistPrompt...), pre...))
+			row := append([]float32(nil), logits[len(logits)-V:]...)
+			m := g.NewMatcher()
+			ok := true
+			for _, t := range pre {
+				ok = ok && m.Accept(t) == nil
+			}
+			probs := make([]float64, V)
+			if ok && joint[i] > 0 {
+				mask, _ := m.Mask()
+				kernelref.ApplyMask(row, mask)
+				probs = kernelref.ProcessedProbs(row, p)
+			}
+			for tok, pr := range probs {
+				nj = append(nj, joint[i]*pr)
+				np = append(np, append(append([]int(nil), pre...), tok))
+			}
+		}
+		joint, prefixes = nj, np
+	}
+	return joint
+}
+
 // SampleJoint counts the first DistTokens tokens of n generations after DistPrompt with seeds
 // seed0, seed0+1, ..., all submitted at once to one scheduler over target, drafting k tokens a
 // step with method (nil or k 0: plain sampling).
 func SampleJoint(target sched.Target, method spec.Method, n int, seed0 uint64, s batch.Sampling, k int) ([]float64, error) {
+	return SampleJointGrammar(target, method, n, seed0, s, k, nil)
+}
+
+// SampleJointGrammar is SampleJoint with each generation constrained by grammar g (nil: none).
+func SampleJointGrammar(target sched.Target, method spec.Method, n int, seed0 uint64, s batch.Sampling, k int, g *grammar.Grammar) ([]float64, error) {
 	V := DistConfig.Vocab
 	counts := make([]float64, int(math.Pow(float64(V), DistTokens)))
 	sc := sched.New(target, method, sched.Options{})
@@ -71,6 +127,9 @@ func SampleJoint(target sched.Target, method spec.Method, n int, seed0 uint64, s
 	for i := range n {
 		r := &sched.Request{Ctx: context.Background(), Prompt: DistPrompt, MaxNew: DistTokens, Sampling: s, K: k, FixedK: true}
 		r.Sampling.Seed = seed0 + uint64(i)
+		if g != nil {
+			r.Grammar = g.NewMatcher()
+		}
 		chans[i] = sc.Submit(r)
 	}
 	go sc.Run()

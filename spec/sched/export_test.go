@@ -1,0 +1,4 @@
+package sched
+
+// SetMaskBeforeDrafts turns on the broken masking the distribution test must catch.
+func SetMaskBeforeDrafts(on bool) { maskBeforeDrafts = on }
