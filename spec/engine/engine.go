@@ -16,6 +16,7 @@ import (
 	"github.com/wspec/wspec/runtime/model"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/drafters"
+	"github.com/wspec/wspec/spec/grammar"
 	"github.com/wspec/wspec/spec/neural"
 	"github.com/wspec/wspec/spec/sched"
 	"github.com/wspec/wspec/weights"
@@ -106,9 +107,24 @@ type Engine struct {
 	cost         *spec.CostModel
 	sched        *sched.Scheduler
 	plan         MemoryPlan
+	// the structured outputs' compiled grammars, over the tokenizer's vocabulary (made on
+	// first use: the vocabulary's trie costs a pass over every token)
+	grammarOnce  sync.Once
+	grammarCache *grammar.Cache
 
 	closeOnce sync.Once
 	closed    atomic.Bool
+}
+
+// grammarCacheSize is how many compiled structured-output specs an engine keeps.
+const grammarCacheSize = 64
+
+// grammars is the engine's cache of compiled grammars.
+func (e *Engine) grammars() *grammar.Cache {
+	e.grammarOnce.Do(func() {
+		e.grammarCache = grammar.NewCache(grammar.NewVocab(e.cfg.Vocab, e.tok.TokenBytes), grammarCacheSize)
+	})
+	return e.grammarCache
 }
 
 // Load reads a Hugging Face model folder (config.json, safetensors, tokenizer.json) and

@@ -66,8 +66,12 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 		stop = append(stop, e.cfg.EOS...)
 	}
 	stop = append(stop, o.StopTokenIDs...)
-	resc := e.sched.Submit(&sched.Request{Ctx: ctx, Prompt: r.Prompt, MaxNew: r.maxNew, Sampling: o.Sampling,
-		Stop: stop, MinNew: o.MinTokens, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push})
+	sr := &sched.Request{Ctx: ctx, Prompt: r.Prompt, MaxNew: r.maxNew, Sampling: o.Sampling,
+		Stop: stop, MinNew: o.MinTokens, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push}
+	if r.g != nil {
+		sr.Grammar = r.g.NewMatcher()
+	}
+	resc := e.sched.Submit(sr)
 	var res sched.Result
 	for done := false; !done; {
 		select {

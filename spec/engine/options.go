@@ -8,6 +8,7 @@ import (
 
 	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 // Errors of the engine's contract; the concrete errors wrap them.
@@ -99,6 +100,11 @@ type GenerateOptions struct {
 	FixedSpeculation     bool
 	NoSpeculation        bool
 
+	// Structured constrains the output to a JSON schema, free JSON, a regular expression, a
+	// choice or a GBNF grammar (structured outputs; nil: free text). The engine compiles it
+	// once per distinct spec and keeps the result for later requests.
+	Structured *grammar.Spec
+
 	OnText func(string) // streamed text, as complete UTF-8 (on the caller's goroutine)
 }
 
@@ -159,6 +165,11 @@ func (o *GenerateOptions) Validate(vocab int) error {
 	case o.TruncatePromptTokens < -1:
 		return invalid("truncate_prompt_tokens", "truncate_prompt_tokens %d: want -1 (the context), 0 (off) or at least 1", o.TruncatePromptTokens)
 	}
+	if o.Structured != nil {
+		if err := o.Structured.Validate(); err != nil {
+			return invalid("structured_outputs", "structured_outputs: %v", err)
+		}
+	}
 	for _, tok := range o.StopTokenIDs {
 		if tok < 0 || (vocab > 0 && tok >= vocab) {
 			return invalid("stop_token_ids", "stop_token_ids: %d is not a token id of the vocabulary (0..%d)", tok, vocab-1)
@@ -202,6 +213,7 @@ type Request struct {
 	opts   GenerateOptions
 	k      int // draft tokens per step at most (0: none)
 	maxNew int
+	g      *grammar.Grammar // the structured output's, compiled (nil: none)
 }
 
 // NewRequest tokenizes p (once) and validates o for this engine's model: every error wraps
@@ -261,7 +273,14 @@ func (e *Engine) NewRequest(p Prompt, o GenerateOptions) (*Request, error) {
 	if o.MaxTokens > 0 {
 		maxNew = o.MaxTokens
 	}
-	return &Request{Prompt: ids, opts: o, k: k, maxNew: maxNew}, nil
+	var g *grammar.Grammar
+	if o.Structured != nil {
+		var err error
+		if g, err = e.grammars().Get(*o.Structured); err != nil {
+			return nil, invalid("structured_outputs", "structured_outputs: %v", err)
+		}
+	}
+	return &Request{Prompt: ids, opts: o, k: k, maxNew: maxNew, g: g}, nil
 }
 
 // MaxTokens is the request's max_tokens (0: unset).

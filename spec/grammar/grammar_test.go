@@ -122,11 +122,11 @@ num ::= [1-9] [0-9]{0,2}`
 		}
 	}
 	for src, want := range map[string]error{
-		`root ::= a`:               ErrInvalid,
+		`root ::= a`:              ErrInvalid,
 		`root ::= root "x" | "y"`: ErrUnsupported,
-		`root ::= "x`:              ErrInvalid,
-		`rot ::= "x"`:              ErrInvalid,
-		`root ::= [a-z]{3,1}`:      ErrInvalid,
+		`root ::= "x`:             ErrInvalid,
+		`rot ::= "x"`:             ErrInvalid,
+		`root ::= [a-z]{3,1}`:     ErrInvalid,
 	} {
 		if _, err := Compile(Spec{Kind: GBNF, Text: src}, v); !errors.Is(err, want) {
 			t.Errorf("%q: %v, want %v", src, err, want)

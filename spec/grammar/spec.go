@@ -70,7 +70,9 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-func (s Spec) key() string { return string(s.Kind) + "\x00" + s.Text + "\x00" + strings.Join(s.Choices, "\x00") }
+func (s Spec) key() string {
+	return string(s.Kind) + "\x00" + s.Text + "\x00" + strings.Join(s.Choices, "\x00")
+}
 
 // Compile compiles spec for vocabulary v.
 func Compile(s Spec, v *Vocab) (*Grammar, error) {

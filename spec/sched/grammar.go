@@ -108,4 +108,3 @@ func grammarDone(j *job) bool {
 	allowed, end := g.Mask()
 	return end && !slices.ContainsFunc(allowed, func(w uint32) bool { return w != 0 })
 }
-

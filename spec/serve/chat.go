@@ -42,14 +42,12 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 		return nil, err
 	}
 	rq.promptParam = "messages"
-	rq.params = map[string]string{"num_speculative_tokens": "speculative"}
+	rq.params["num_speculative_tokens"] = "speculative"
 	switch {
 	case len(req.Messages) == 0:
 		return nil, invalid("messages", codeMissing, "messages: want at least one message")
 	case req.TopLogprobs != nil && !req.Logprobs:
 		return nil, invalid("top_logprobs", codeInvalidValue, "top_logprobs: needs logprobs to be true")
-	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
-		return nil, invalid("response_format", codeUnsupported, "response_format %q: only \"text\" is supported", req.ResponseFormat.Type)
 	case len(req.Tools) > 0:
 		return nil, invalid("tools", codeUnsupported, "tools: not supported")
 	case len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" && !rawIsString(req.ToolChoice, "none"):

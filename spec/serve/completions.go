@@ -36,7 +36,7 @@ func (s *Server) completionRequest(req *completionRequest) (*request, error) {
 		return nil, err
 	}
 	rq.promptParam = "prompt"
-	rq.params = map[string]string{"top_logprobs": "logprobs", "num_speculative_tokens": "speculative"}
+	rq.params["top_logprobs"], rq.params["num_speculative_tokens"] = "logprobs", "speculative"
 	switch {
 	case !req.Prompt.set:
 		return nil, invalid("prompt", codeMissing, "prompt: required")

@@ -73,6 +73,13 @@ func TestInvalidRequests(t *testing.T) {
 		{"top_logprobs without logprobs", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}`, "top_logprobs", codeInvalidValue},
 		{"top_logprobs 50", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": 50}`, "top_logprobs", codeInvalidValue},
 		{"tools", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}`, "tools", codeUnsupported},
+		{"schema outside the subset", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {"type": "string"}}}}}`, "response_format", codeInvalidValue},
+		{"response_format xml", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}}`, "response_format", codeUnsupported},
+		{"json_schema without a schema", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}`, "response_format", codeMissing},
+		{"bad regex", "/v1/completions", `{"prompt": "a", "structured_outputs": {"regex": "(ab"}}`, "structured_outputs", codeInvalidValue},
+		{"left-recursive grammar", "/v1/completions", `{"prompt": "a", "guided_grammar": "root ::= root \"x\" | \"y\""}`, "guided_grammar", codeInvalidValue},
+		{"empty choice", "/v1/completions", `{"prompt": "a", "guided_choice": []}`, "guided_choice", codeInvalidValue},
+		{"two structured outputs", "/v1/completions", `{"prompt": "a", "guided_regex": "a+", "guided_choice": ["a"]}`, "guided_choice", codeInvalidValue},
 		{"chat max_completion_tokens 0", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}`, "max_completion_tokens", codeInvalidValue},
 	}
 	for _, c := range cases {

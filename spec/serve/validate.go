@@ -37,7 +37,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 	if f.Model != "" && f.Model != s.name {
 		return nil, nil, modelNotFound(f.Model, s.name)
 	}
-	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam}
+	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam, params: map[string]string{}}
 	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens,
 		MinTokens: f.MinTokens, IncludeStopStr: f.IncludeStopStrInOutput,
 		KeepSpecialTokens:    f.SkipSpecialTokens != nil && !*f.SkipSpecialTokens,
@@ -96,6 +96,14 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 			}
 			o.LogitBias[id] = float32(v)
 		}
+	}
+	st, param, err := structured(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st != nil {
+		o.Structured = st
+		rq.params["structured_outputs"] = param
 	}
 	if sp := f.Speculative; sp != nil {
 		o.FixedSpeculation = sp.Fixed

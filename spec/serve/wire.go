@@ -38,6 +38,17 @@ type samplingFields struct {
 	TruncatePromptTokens int `json:"truncate_prompt_tokens"`
 	// wspec's extension: per-request speculation.
 	Speculative *speculativeField `json:"speculative"`
+	// Structured outputs (structured.go): OpenAI's response_format, vLLM's structured_outputs
+	// and its older guided_* fields; at most one of them.
+	ResponseFormat    *responseFormat    `json:"response_format"`
+	StructuredOutputs *structuredOutputs `json:"structured_outputs"`
+	GuidedJSON        json.RawMessage    `json:"guided_json"`
+	GuidedRegex       *string            `json:"guided_regex"`
+	GuidedChoice      []string           `json:"guided_choice"`
+	GuidedGrammar     *string            `json:"guided_grammar"`
+	// vLLM's knobs of its grammar backends: accepted and ignored (one engine here).
+	GuidedDecodingBackend   json.RawMessage `json:"guided_decoding_backend"`
+	GuidedWhitespacePattern json.RawMessage `json:"guided_whitespace_pattern"`
 }
 
 type streamOptions struct {
@@ -69,9 +80,8 @@ type chatRequest struct {
 	MaxCompletionTokens *int              `json:"max_completion_tokens"`
 	Logprobs            bool              `json:"logprobs"`
 	TopLogprobs         *int              `json:"top_logprobs"`
-	ResponseFormat      *responseFormat   `json:"response_format"` // only {"type": "text"}
-	Tools               []json.RawMessage `json:"tools"`           // only none
-	ToolChoice          json.RawMessage   `json:"tool_choice"`     // only "none"
+	Tools               []json.RawMessage `json:"tools"`       // only none
+	ToolChoice          json.RawMessage   `json:"tool_choice"` // only "none"
 	// OpenAI fields that change nothing in the output: accepted and ignored.
 	Store             json.RawMessage `json:"store"`
 	Metadata          json.RawMessage `json:"metadata"`
@@ -81,8 +91,34 @@ type chatRequest struct {
 	ServiceTier       json.RawMessage `json:"service_tier"`
 }
 
+// responseFormat is OpenAI's response_format: text, json_object, or json_schema with its
+// schema.
 type responseFormat struct {
-	Type string `json:"type"`
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema"`
+}
+
+type jsonSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
+}
+
+// structuredOutputs is vLLM's structured_outputs: one of json (a schema, as an object or a
+// string), regex, choice, grammar (GBNF) or json_object.
+type structuredOutputs struct {
+	JSON       json.RawMessage `json:"json"`
+	Regex      *string         `json:"regex"`
+	Choice     []string        `json:"choice"`
+	Grammar    *string         `json:"grammar"`
+	JSONObject *bool           `json:"json_object"`
+	// vLLM's fields this server accepts and ignores.
+	DisableFallback        json.RawMessage `json:"disable_fallback"`
+	DisableAnyWhitespace   json.RawMessage `json:"disable_any_whitespace"`
+	DisableAdditionalProps json.RawMessage `json:"disable_additional_properties"`
+	WhitespacePattern      json.RawMessage `json:"whitespace_pattern"`
+	StructuralTag          json.RawMessage `json:"structural_tag"`
 }
 
 // chatMessage is one message of a chat; content is a string or an array of text parts.

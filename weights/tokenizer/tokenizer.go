@@ -393,3 +393,13 @@ func (t *Tokenizer) Piece(id int) string {
 func (t *Tokenizer) IsSpecial(id int) bool {
 	return id >= 0 && id < len(t.special) && t.special[id]
 }
+
+// TokenBytes is the text token id adds to a stream's output (StreamDecoder without
+// KeepSpecial, past its first piece): nil for special tokens and ids outside the vocabulary.
+// Structured outputs match grammars against these bytes. Read only.
+func (t *Tokenizer) TokenBytes(id int) []byte {
+	if id < 0 || id >= len(t.decoded) {
+		return nil
+	}
+	return t.decoded[id]
+}
