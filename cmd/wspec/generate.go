@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 // specFlags are the speculative decoding flags `generate`, `bench` and `serve` share.
@@ -77,6 +78,7 @@ func runGenerate(args []string) error {
 	repetition := fs.Float32("repetition-penalty", 1, "divides positive (multiplies negative) logits of tokens seen; 1 is off")
 	stops := fs.StringArray("stop", nil, "end the text where this string appears (repeatable)")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past the model's end-of-sequence tokens (vLLM's ignore_eos)")
+	sf := addStructuredFlags(fs)
 	ef := addEngineFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec generate [flags] PROMPT\n\nflags:\n%s", fs.FlagUsages())
@@ -99,6 +101,9 @@ func runGenerate(args []string) error {
 	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, IgnoreEOS: *ignoreEOS, OnText: func(s string) { fmt.Print(s) },
 		Sampling: engine.Sampling{Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed, MinP: *minP,
 			PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition}}
+	if opts.Structured, err = sf.spec(); err != nil {
+		return err
+	}
 	if err := opts.Validate(0); err != nil { // the same check as the engine's, before the model loads
 		return err
 	}
@@ -152,3 +157,68 @@ func orDefault(s, d string) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// structuredFlags are generate's structured outputs: at most one of them.
+type structuredFlags struct {
+	fs                  *pflag.FlagSet
+	schema, grammarFile *string
+	regex, choice       *string
+	jsonObject          *bool
+}
+
+func addStructuredFlags(fs *pflag.FlagSet) *structuredFlags {
+	return &structuredFlags{fs: fs,
+		schema:      fs.String("json-schema", "", "the output is JSON this JSON Schema file validates"),
+		jsonObject:  fs.Bool("json", false, "the output is a JSON object"),
+		regex:       fs.String("regex", "", "the output is a string this regular expression (RE2) matches whole"),
+		choice:      fs.String("choice", "", "the output is one of these comma-separated strings"),
+		grammarFile: fs.String("grammar", "", "the output matches this GBNF grammar file (rule root)"),
+	}
+}
+
+// spec reads the flag given (nil: none); two of them are an error, and so is a file that
+// cannot be read. Whether it compiles is the engine's to say.
+func (f *structuredFlags) spec() (*grammar.Spec, error) {
+	var set []string
+	for _, n := range []string{"json-schema", "json", "regex", "choice", "grammar"} {
+		if f.fs.Changed(n) {
+			set = append(set, "--"+n)
+		}
+	}
+	switch {
+	case len(set) == 0:
+		return nil, nil
+	case len(set) > 1:
+		return nil, fmt.Errorf("%s: give one structured output", strings.Join(set, " and "))
+	}
+	read := func(path string) (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", set[0], err)
+		}
+		return string(b), nil
+	}
+	var s grammar.Spec
+	var err error
+	switch set[0] {
+	case "--json-schema":
+		s.Kind = grammar.JSONSchema
+		s.Text, err = read(*f.schema)
+	case "--json":
+		s.Kind = grammar.JSONObject
+	case "--regex":
+		s.Kind, s.Text = grammar.Regex, *f.regex
+	case "--choice":
+		s.Kind, s.Choices = grammar.Choice, strings.Split(*f.choice, ",")
+	case "--grammar":
+		s.Kind = grammar.GBNF
+		s.Text, err = read(*f.grammarFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", set[0], err)
+	}
+	return &s, nil
+}
