@@ -18,8 +18,9 @@ type Grammar struct {
 	vocab    *Vocab
 	source   string // what it was compiled from, for errors and the cache
 
-	mu    sync.Mutex
-	local map[uint64]*localMask // (rule, state) -> the state's context-free token mask
+	mu     sync.Mutex
+	local  map[uint64]*localMask // (rule, state) -> the state's context-free token mask
+	shared map[string]*entry     // the masks of whole states, by their stacks' contents
 }
 
 // build compiles r (rule root first) for vocabulary v.
@@ -27,7 +28,7 @@ func build(r *rules, root int, v *Vocab, source string) (*Grammar, error) {
 	if len(r.body) > maxRules {
 		return nil, fmt.Errorf("%w: the grammar is too large (%d rules, at most %d)", ErrUnsupported, len(r.body), maxRules)
 	}
-	g := &Grammar{names: r.names, root: int32(root), vocab: v, source: source, local: map[uint64]*localMask{}}
+	g := &Grammar{names: r.names, root: int32(root), vocab: v, source: source, local: map[uint64]*localMask{}, shared: map[string]*entry{}}
 	for i, b := range r.body {
 		if b == nil {
 			return nil, fmt.Errorf("%w: rule %q is used but not defined", ErrInvalid, r.names[i])

@@ -15,7 +15,15 @@ type frame struct {
 	rule, state int32
 	parent      *frame
 	id          uint32
-	seen        uint32 // the expansion (stamp) that last visited it
+	seen        uint32          // the expansion (stamp) that last visited it
+	memo        *[256]*stepMemo // what reading each byte from this stack gives, once computed
+}
+
+// stepMemo is what reading one byte does to one stack: the stacks it becomes, and whether it
+// popped into the sentinel.
+type stepMemo struct {
+	out     []*frame
+	escaped bool
 }
 
 type frameKey struct {
@@ -54,12 +62,28 @@ func (s *stacks) frame(rule, state int32, parent *frame) *frame {
 // step appends to out the stacks that read byte b from the stacks in set (sorted by id, no
 // duplicates) and returns it; s.escaped tells whether some stack popped into the sentinel.
 func (s *stacks) step(set []*frame, b byte, out []*frame) []*frame {
-	s.stamp++
-	s.escaped = false
+	esc := false
 	out = out[:0]
 	for _, f := range set {
-		out = s.expand(f, b, out)
+		if f == s.sentinel {
+			esc = true
+			continue
+		}
+		if f.memo == nil {
+			f.memo = new([256]*stepMemo)
+		}
+		m := f.memo[b]
+		if m == nil {
+			s.stamp++
+			s.escaped, m = false, &stepMemo{}
+			m.out = s.expand(f, b, nil)
+			m.escaped = s.escaped
+			f.memo[b] = m
+		}
+		out = append(out, m.out...)
+		esc = esc || m.escaped
 	}
+	s.escaped = esc
 	if len(out) > 1 {
 		slices.SortFunc(out, func(a, b *frame) int { return int(a.id) - int(b.id) })
 		out = slices.Compact(out)
@@ -212,6 +236,11 @@ func (m *Matcher) Mask() ([]uint32, bool) {
 	if e := m.masks[string(key)]; e != nil {
 		return e.mask, e.end
 	}
+	shared := m.sharedKey()
+	if e := m.g.sharedMask(shared); e != nil {
+		m.remember(string(key), e)
+		return e.mask, e.end
+	}
 	v := m.g.vocab
 	e := &entry{mask: make([]uint32, v.words)}
 	for _, f := range m.cur {
@@ -229,11 +258,49 @@ func (m *Matcher) Mask() ([]uint32, bool) {
 			}
 		}
 	}
+	m.remember(string(key), e)
+	m.g.shareMask(shared, e)
+	return e.mask, e.end
+}
+
+func (m *Matcher) remember(key string, e *entry) {
 	if len(m.masks) >= maxMasks {
 		clear(m.masks)
 	}
-	m.masks[string(key)] = e
-	return e.mask, e.end
+	m.masks[key] = e
+}
+
+// sharedKey names the current state by its stacks' contents (rules and states, top to
+// bottom), which mean the same in every matcher of the grammar.
+func (m *Matcher) sharedKey() string {
+	var b []byte
+	for _, f := range m.cur {
+		for ; f != nil; f = f.parent {
+			b = binary.LittleEndian.AppendUint32(b, uint32(f.rule))
+			b = binary.LittleEndian.AppendUint32(b, uint32(f.state))
+		}
+		b = append(b, 0xff, 0xff, 0xff, 0xff) // (no rule is numbered so)
+	}
+	return string(b)
+}
+
+// maxShared bounds the masks a grammar keeps for its matchers to share (a mask is
+// vocabulary/8 bytes: 16 KB for 128k tokens).
+const maxShared = 256
+
+func (g *Grammar) sharedMask(key string) *entry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shared[key]
+}
+
+func (g *Grammar) shareMask(key string, e *entry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.shared) >= maxShared {
+		clear(g.shared)
+	}
+	g.shared[key] = e
 }
 
 // Accept moves past token tok; an error when the grammar does not allow it there (the

@@ -34,7 +34,8 @@
 //
 // generate's options are vLLM's sampling names (max_tokens 256, temperature 0, top_p, top_k,
 // min_p, seed, stop, ignore_eos, the penalties, num_speculative_tokens, fixed_speculation,
-// no_speculation; GenerateRequest), signal (an AbortSignal) and onStep (each step's rows,
+// no_speculation, structured_outputs: {json | regex | choice | grammar | json_object} as vLLM
+// spells it; GenerateRequest), signal (an AbortSignal) and onStep (each step's rows,
 // drafts and accepted drafts); an unknown name or a value out of range rejects with the
 // engine's message. load's engine option takes engine arguments by vLLM's names (dtype,
 // kv_cache_dtype, max_model_len, num_gpu_blocks_override, enable_prefix_caching);

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 // GenerateRequest is generate()'s options, with the names of vLLM's sampling parameters. The
@@ -25,6 +26,44 @@ type GenerateRequest struct {
 	NumSpeculativeTokens int      `json:"num_speculative_tokens"`
 	FixedSpeculation     bool     `json:"fixed_speculation"` // draft k every step, paying or not
 	NoSpeculation        bool     `json:"no_speculation"`
+	// StructuredOutputs is vLLM's structured_outputs: one of json (a schema object), regex,
+	// choice, grammar (GBNF), json_object.
+	StructuredOutputs *structuredOutputs `json:"structured_outputs"`
+}
+
+type structuredOutputs struct {
+	JSON       json.RawMessage `json:"json"`
+	Regex      *string         `json:"regex"`
+	Choice     []string        `json:"choice"`
+	Grammar    *string         `json:"grammar"`
+	JSONObject bool            `json:"json_object"`
+}
+
+// spec is the one structured output given (nil: none).
+func (s *structuredOutputs) spec() (*grammar.Spec, error) {
+	var got []grammar.Spec
+	if len(s.JSON) > 0 && string(s.JSON) != "null" {
+		got = append(got, grammar.Spec{Kind: grammar.JSONSchema, Text: string(s.JSON)})
+	}
+	if s.Regex != nil {
+		got = append(got, grammar.Spec{Kind: grammar.Regex, Text: *s.Regex})
+	}
+	if s.Choice != nil {
+		got = append(got, grammar.Spec{Kind: grammar.Choice, Choices: s.Choice})
+	}
+	if s.Grammar != nil {
+		got = append(got, grammar.Spec{Kind: grammar.GBNF, Text: *s.Grammar})
+	}
+	if s.JSONObject {
+		got = append(got, grammar.Spec{Kind: grammar.JSONObject})
+	}
+	switch len(got) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &got[0], nil
+	}
+	return nil, fmt.Errorf("structured_outputs: give one of json, regex, choice, grammar, json_object")
 }
 
 // generateOptions reads generate()'s options JSON (unknown names are errors) into the engine's
@@ -48,6 +87,12 @@ func generateOptions(s string) (engine.GenerateOptions, error) {
 	}
 	if r.RepetitionPenalty != nil {
 		o.RepetitionPenalty = *r.RepetitionPenalty
+	}
+	if r.StructuredOutputs != nil {
+		var err error
+		if o.Structured, err = r.StructuredOutputs.spec(); err != nil {
+			return o, err
+		}
 	}
 	return o, o.Validate(0)
 }

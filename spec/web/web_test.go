@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 // generate()'s options: `wspec generate`'s defaults, vLLM's names, top_p 0 as the likeliest
@@ -28,12 +29,23 @@ func TestGenerateOptions(t *testing.T) {
 		len(o.Stop) != 1 || !o.FixedSpeculation || o.RepetitionPenalty != 1.2 {
 		t.Fatalf("set: %+v, %v", o, err)
 	}
+	o, err = generateOptions(`{"structured_outputs": {"json": {"type": "object"}}}`)
+	if err != nil || o.Structured == nil || o.Structured.Kind != grammar.JSONSchema || o.Structured.Text != `{"type": "object"}` {
+		t.Fatalf("structured_outputs json: %+v, %v", o.Structured, err)
+	}
+	o, err = generateOptions(`{"structured_outputs": {"choice": ["yes", "no"]}}`)
+	if err != nil || o.Structured == nil || o.Structured.Kind != grammar.Choice || len(o.Structured.Choices) != 2 {
+		t.Fatalf("structured_outputs choice: %+v, %v", o.Structured, err)
+	}
 	for in, want := range map[string]string{
-		`{"max_token": 8}`:        "max_token",
-		`{"temperature": -1}`:     "temperature",
-		`{"top_p": 2}`:            "top_p",
-		`{"max_tokens": "eight"}`: "max_tokens",
-		`{} {}`:                   "after the JSON",
+		`{"structured_outputs": {"regex": "a", "choice": ["a"]}}`: "structured_outputs",
+		`{"structured_outputs": {"choice": []}}`:                  "structured_outputs",
+		`{"structured_outputs": {"jsn": {}}}`:                     "jsn",
+		`{"max_token": 8}`:                                        "max_token",
+		`{"temperature": -1}`:                                     "temperature",
+		`{"top_p": 2}`:                                            "top_p",
+		`{"max_tokens": "eight"}`:                                 "max_tokens",
+		`{} {}`:                                                   "after the JSON",
 	} {
 		_, err := generateOptions(in)
 		var inv *engine.InvalidError
