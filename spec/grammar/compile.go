@@ -287,5 +287,96 @@ func compileRule(body *node) (*dfa, error) {
 			d.trans[s*d.nclass+int(d.class[b])] = rows[s][b]
 		}
 	}
+	d.minimize()
 	return d, nil
+}
+
+// minimize merges the states of d that behave alike (Moore's partition refinement): the
+// same acceptance, the same calls, and edges into the same classes of states. Subset
+// construction leaves such twins (the state after a string's escape and after a plain
+// character), and each would cost its own mask computation. The start stays state 0.
+func (d *dfa) minimize() {
+	n := d.nstates
+	block := make([]int32, n)
+	sig := func(s int, withTrans bool) string {
+		b := make([]byte, 0, 8+4*d.nclass)
+		b = binary.LittleEndian.AppendUint32(b, uint32(block[s]))
+		if d.accept[s] {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		for _, c := range d.calls[s] {
+			b = binary.LittleEndian.AppendUint32(b, uint32(c.rule))
+			if withTrans {
+				b = binary.LittleEndian.AppendUint32(b, uint32(block[c.ret]))
+			}
+		}
+		if withTrans {
+			for c := range d.nclass {
+				t := d.trans[s*d.nclass+c]
+				if t >= 0 {
+					t = block[t]
+				}
+				b = binary.LittleEndian.AppendUint32(b, uint32(t))
+			}
+		}
+		return string(b)
+	}
+	count := 0
+	refine := func(withTrans bool) {
+		ids := map[string]int32{}
+		next := make([]int32, n)
+		for s := range n {
+			k := sig(s, withTrans)
+			id, ok := ids[k]
+			if !ok {
+				id = int32(len(ids))
+				ids[k] = id
+			}
+			next[s] = id
+		}
+		copy(block, next)
+		count = len(ids)
+	}
+	refine(false)
+	for {
+		before := count
+		refine(true)
+		if count == before {
+			break
+		}
+	}
+	if count == n {
+		return
+	}
+	// Renumber the blocks in order of first appearance, so that the start's block is 0.
+	order := make([]int32, count)
+	for i := range order {
+		order[i] = -1
+	}
+	rep := make([]int, 0, count) // a state of each new state
+	for s := range n {
+		if order[block[s]] < 0 {
+			order[block[s]] = int32(len(rep))
+			rep = append(rep, s)
+		}
+	}
+	trans := make([]int32, count*d.nclass)
+	accept := make([]bool, count)
+	calls := make([][]call, count)
+	for ns, s := range rep {
+		for c := range d.nclass {
+			t := d.trans[s*d.nclass+c]
+			if t >= 0 {
+				t = order[block[t]]
+			}
+			trans[ns*d.nclass+c] = t
+		}
+		accept[ns] = d.accept[s]
+		for _, c := range d.calls[s] {
+			calls[ns] = append(calls[ns], call{rule: c.rule, ret: order[block[c.ret]]})
+		}
+	}
+	d.trans, d.accept, d.calls, d.nstates = trans, accept, calls, count
 }

@@ -26,6 +26,8 @@ type schemaCompiler struct {
 	refs map[string]int // "$ref" -> its rule
 	ws   *node
 	free map[string]int // the free JSON value's rules, made on first use
+	// charNode is a string character (shared: nodes are never changed once built)
+	charNode *node
 }
 
 var annotations = map[string]bool{"title": true, "description": true, "default": true, "examples": true,
@@ -48,7 +50,7 @@ func jsonSchemaRules(text []byte) (*rules, int, error) {
 	}
 	c := &schemaCompiler{r: newRules(), doc: doc, refs: map[string]int{}, free: map[string]int{}}
 	root := c.r.named("root")
-	c.ws = ref(c.r.add("ws", alt(empty(), lit(" "), seq(rep(lit("\n"), 1, 2), rep(alt(lit(" "), lit("\t")), 0, 20)))))
+	c.ws = wsNode()
 	v, err := c.schema(doc, "#")
 	if err != nil {
 		return nil, 0, err
@@ -61,10 +63,17 @@ func jsonSchemaRules(text []byte) (*rules, int, error) {
 func freeObjectRules() (*rules, int) {
 	c := &schemaCompiler{r: newRules(), refs: map[string]int{}, free: map[string]int{}}
 	root := c.r.named("root")
-	c.ws = ref(c.r.add("ws", alt(empty(), lit(" "), seq(rep(lit("\n"), 1, 2), rep(alt(lit(" "), lit("\t")), 0, 20)))))
+	c.ws = wsNode()
 	c.freeValue()
 	c.r.body[root] = seq(c.ws, ref(c.free["object"]))
 	return c.r, root
+}
+
+// wsNode is the blanks allowed between JSON tokens, inline in each rule that has them (as a
+// rule of its own, every token after a blank would return from it, and its masks would need
+// the whole stack).
+func wsNode() *node {
+	return alt(empty(), lit(" "), seq(rep(lit("\n"), 1, 2), rep(alt(lit(" "), lit("\t")), 0, 20)))
 }
 
 func unsupported(path, what string) error {

@@ -27,7 +27,14 @@ func (c *schemaCompiler) rule(name string, body func() *node) int {
 	return i
 }
 
-func (c *schemaCompiler) char() *node { return ref(c.rule("char", jsonChar)) }
+// char is one string character, inline rather than a rule: a string's characters then belong
+// to the string's own automaton, whose masks are context-free but for the closing quote.
+func (c *schemaCompiler) char() *node {
+	if c.charNode == nil {
+		c.charNode = jsonChar()
+	}
+	return c.charNode
+}
 
 // freeValue is any JSON value (json_object's objects hold them).
 func (c *schemaCompiler) freeValue() *node {

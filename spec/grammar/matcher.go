@@ -147,8 +147,9 @@ func (s *stacks) accepts(f *frame, text []byte) bool {
 // it reads without returning (acc), and those that return from it somewhere (unc), which
 // the stack below decides.
 type localMask struct {
-	acc []uint32
-	unc []int32
+	acc  []uint32
+	nacc int // tokens in acc
+	unc  []int32
 }
 
 // localMask returns the context-free mask of top frame (rule, state), computing it once per
@@ -169,6 +170,7 @@ func (g *Grammar) localMask(rule, state int32) *localMask {
 		for _, t := range v.order[v.lo[n]:v.end[n]] {
 			if len(set) > 0 {
 				setBit(m.acc, t)
+				m.nacc++
 			} else if esc {
 				m.unc = append(m.unc, t)
 			}
@@ -249,18 +251,55 @@ func (m *Matcher) Mask() ([]uint32, bool) {
 		for i, w := range loc.acc {
 			e.mask[i] |= w
 		}
-		if f.parent == nil {
-			continue // returning from the root ends the output: nothing follows
-		}
-		for _, t := range loc.unc {
-			if !hasBit(e.mask, t) && m.s.accepts(f, v.toks[t]) {
-				setBit(e.mask, t)
+		switch {
+		case f.parent == nil: // returning from the root ends the output: nothing follows
+		case len(loc.unc) > uncWalk && loc.nacc < len(loc.unc):
+			m.walk(f, e.mask)
+		default:
+			for _, t := range loc.unc {
+				if !hasBit(e.mask, t) && m.s.accepts(f, v.toks[t]) {
+					setBit(e.mask, t)
+				}
 			}
 		}
 	}
 	m.remember(string(key), e)
 	m.g.shareMask(shared, e)
 	return e.mask, e.end
+}
+
+// uncWalk is how many tokens a state may leave to its stack below before the mask checks
+// them by one walk of the trie with the whole stack rather than token by token, when they
+// also outnumber the tokens it takes itself (after a number, nearly every token returns from
+// it and the caller takes few; in a string, most tokens stay in it and the walk would visit
+// them all).
+const uncWalk = 512
+
+// walk sets in mask every token the stack topped by f reads whole.
+func (m *Matcher) walk(f *frame, mask []uint32) {
+	v := m.g.vocab
+	var bufs [][]*frame
+	var rec func(n int32, set []*frame, depth int)
+	rec = func(n int32, set []*frame, depth int) {
+		for _, t := range v.order[v.lo[n]:v.end[n]] {
+			setBit(mask, t)
+		}
+		for len(bufs) <= depth {
+			bufs = append(bufs, nil)
+		}
+		for c := v.child[n]; c >= 0; c = v.next[c] {
+			next := m.s.step(set, v.b[c], bufs[depth])
+			bufs[depth] = next
+			if len(next) > 0 {
+				rec(c, next, depth+1)
+			}
+		}
+	}
+	for c := v.child[0]; c >= 0; c = v.next[c] {
+		if next := m.s.step([]*frame{f}, v.b[c], nil); len(next) > 0 {
+			rec(c, next, 1)
+		}
+	}
 }
 
 func (m *Matcher) remember(key string, e *entry) {
