@@ -239,7 +239,7 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 
 // maskBase is where the token masks start in the drafts buffer (after room for every draft);
 // maskWords a row's mask length.
-func maskBase(o Options) int   { return o.MaxLogitRows }
+func maskBase(o Options) int  { return o.MaxLogitRows }
 func maskWords(vocab int) int { return batch.MaskWords(vocab) }
 
 // parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
