@@ -3,6 +3,7 @@ package selftest
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/kernelref"
@@ -155,7 +156,8 @@ func chainRun(c *checker, steps int, caps []int) {
 		c.must(prog.Run(&runtime.StepBlock{M: uint32(n), NSeqs: uint32(n), LogitRows: uint32(n)}))
 	}
 	gotChain, gotTok := c.readU32(chain, n*chainStride), c.readU32(tokens, n)
-	gotRows, gotSeqs := c.readU32(rows, 2*n), c.readU32(seqs, 20*n)
+	w := int(unsafe.Sizeof(runtime.SeqInfo{})) / 4 // SeqInfo's words
+	gotRows, gotSeqs := c.readU32(rows, 2*n), c.readU32(seqs, w*n)
 	for s := range n {
 		var so [][]uint32
 		for _, o := range outs {
@@ -167,7 +169,7 @@ func chainRun(c *checker, steps int, caps []int) {
 		c.expectU32(fmt.Sprintf("chain %d", s), gotChain[s*chainStride:(s+1)*chainStride], wantChain)
 		c.expectU32(fmt.Sprintf("next token %d", s), gotTok[s:s+1], []uint32{wantTok})
 		c.expectU32(fmt.Sprintf("row position %d", s), gotRows[2*s:2*s+2], []uint32{uint32(s), pos0[s] + adv})
-		c.expectU32(fmt.Sprintf("predicted position %d", s), gotSeqs[20*s+4:20*s+5], []uint32{pos0[s] + 1 + adv})
+		c.expectU32(fmt.Sprintf("predicted position %d", s), gotSeqs[w*s+4:w*s+5], []uint32{pos0[s] + 1 + adv})
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/wspec/wspec/weights/home"
@@ -17,17 +19,20 @@ import (
 // probe used).
 const openaiJS = "openai@6.49.0"
 
+// zodJS is the schema library the SDK's parse() helper takes (zodResponseFormat).
+const zodJS = "zod@3"
+
 // The official OpenAI JavaScript SDK raises NotFoundError for a model the server does not
 // serve (completions and chat), and serves a completion with vLLM's ignore_eos and min_tokens
 // and a prompt of token ids. (The tag oracle: it installs the SDK from npm's registry, as the
 // llama.cpp comparison does; CI runs it in its long tier.)
 func TestOpenAIJSSDK(t *testing.T) {
 	dir := filepath.Join(home.Default(), "sdk-js")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "zod", "package.json")); err != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", openaiJS).CombinedOutput(); err != nil {
+		if out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", openaiJS, zodJS).CombinedOutput(); err != nil {
 			msg := fmt.Sprintf("npm install %s failed (%v): %s", openaiJS, err, out)
 			if os.Getenv("CI") != "" {
 				t.Fatal(msg)
@@ -52,6 +57,9 @@ func TestOpenAIJSSDK(t *testing.T) {
 	var got struct {
 		CompletionUnknown, ChatUnknown, Text, Finish string
 		PromptTokens, CompletionTokens               int
+		Parsed                                       int
+		ParseErrors                                  []string
+		JSONObject, JSONObjectFinish, Choice, Regex  string
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -62,5 +70,27 @@ func TestOpenAIJSSDK(t *testing.T) {
 	}
 	if got.Text == "" || got.Finish != "length" || got.PromptTokens != 5 || got.CompletionTokens != 8 {
 		t.Errorf("the completion with vLLM's fields: %+v", got)
+	}
+	// Structured outputs through the SDK. parse() fails a choice the length limit cut (the
+	// story model's free strings can run to the end of its 256-token context): those are
+	// reported, and every other must parse and validate.
+	for _, e := range got.ParseErrors {
+		if !strings.Contains(e, "LengthFinishReasonError") {
+			t.Errorf("parse(): %s", e)
+		}
+	}
+	t.Logf("parse() with a zod schema: %d of 20 parsed and validated, %d cut by the length limit", got.Parsed, len(got.ParseErrors))
+	if got.Parsed == 0 {
+		t.Errorf("parse() with a zod schema: none of 20 parsed")
+	}
+	var obj map[string]any
+	if got.JSONObjectFinish == "stop" && json.Unmarshal([]byte(got.JSONObject), &obj) != nil {
+		t.Errorf("json_object: %q", got.JSONObject)
+	}
+	if got.Choice != "happy" && got.Choice != "sad" {
+		t.Errorf("choice: %q", got.Choice)
+	}
+	if !regexp.MustCompile(`^[a-z]{3,8} [0-9]{2}$`).MatchString(got.Regex) {
+		t.Errorf("regex: %q", got.Regex)
 	}
 }
