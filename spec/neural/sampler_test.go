@@ -84,3 +84,34 @@ func TestSampledDeviceMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// Structured outputs on the device: each row masked after the drafts before it, a draft's q
+// renormalised under its row's mask, drafts cut where they leave the grammar: the constrained
+// output, with drafts sampled from a q over every token with text (k = 2), has the
+// constrained target's exact distribution.
+func TestConstrainedDistributionDevice(t *testing.T) {
+	const N = 4000
+	w := schedtest.DistWeights()
+	m := newDeviceModelKV(t, w, wgsl.F32)
+	g := schedtest.DistGrammar()
+	q := make([]float32, schedtest.DistConfig.Vocab)
+	for i := range q[:len(q)-1] {
+		q[i] = 1 / float32(len(q)-1)
+	}
+	drafter := &schedtest.Stochastic{Q: q}
+	for _, s := range schedtest.DistSettings {
+		exact := schedtest.ExactJointGrammar(w, kernelref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP}, g)
+		counts, err := schedtest.SampleJointGrammar(m, drafter, N, 9<<32, s, 2, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := schedtest.Compare(counts, exact)
+		t.Logf("%+v device, constrained: %v", s, r)
+		if !r.OK() {
+			t.Errorf("%+v: the device's constrained speculative sampling is not the constrained target's distribution: %v", s, r)
+		}
+	}
+	if n := m.Pool().InUse(); n != 0 {
+		t.Errorf("%d pages in use after the requests", n)
+	}
+}
