@@ -1,3 +1,5 @@
+//go:build long
+
 package main
 
 import (
@@ -8,6 +10,9 @@ import (
 	"testing"
 )
 
+// (CI's long tier: go test -tags long -run BenchServe ./cmd/wspec/; each loads engines whose
+// kernels a cold machine compiles, a minute of the quick tier's ten.)
+//
 // `wspec bench --serve` measures each concurrency with speculation on, then off (after a run
 // off the record), and writes its rows as JSON.
 func TestBenchServe(t *testing.T) {

@@ -58,8 +58,12 @@
 // sampler applies every logits processor to the target's distribution of every verified row.
 // user, and chat's store, metadata, prompt_cache_key, safety_identifier,
 // parallel_tool_calls and service_tier are accepted and ignored; echo, suffix, best_of other
-// than n, tools, non-text response_format and content parts other than text are refused; any
-// other field is an error (a misspelt "temprature" is not silently ignored).
+// than n, tools and content parts other than text are refused; any other field is an error (a
+// misspelt "temprature" is not silently ignored).
+//
+// Structured outputs (structured.go; docs/serving.md): response_format (json_object,
+// json_schema), structured_outputs (json, regex, choice, grammar, json_object) and the guided_*
+// aliases, at most one per request, on chat and completions; also under speculation.
 //
 // Per-request speculation, wspec's extension field:
 // "speculative": {"num_speculative_tokens": k, "fixed": false}. k 0 turns speculation off for
