@@ -1,3 +1,5 @@
+//go:build long
+
 package model
 
 import (
@@ -11,6 +13,10 @@ import (
 	"github.com/wspec/wspec/wgsl"
 )
 
+// (CI's long tier: go test -tags long -run GGUFQuantizedLogits ./runtime/model/; on a cold machine
+// its Q4_K pipelines cost a minute of the quick tier's ten. The quick tier keeps the quantized
+// kernels' cases in the portability suite and spec/engine's quantized-target tests.)
+//
 // TestGGUFQuantizedLogits: a checkpoint converted to GGUF in each quantized file type loads with
 // its matrices kept quantized on the device (read from the file in chunks that cross the fused
 // matrices' parts; a K-quant mix stacks Q4_K q and k over a Q6_K v in one matrix), and the
