@@ -1,7 +1,8 @@
 package kernelref
 
-// Masked is the logit a token mask gives the tokens it leaves out (batch.Masked; the device's
-// MASKED in sample_io.wgsl).
+// Masked is the logit a token mask gives the tokens it leaves out: batch.Masked (runtime/ref's
+// tests check they are equal; this package sits below batch) and the device's MASKED in
+// sample_io.wgsl.
 const Masked = -1e30
 
 // allowedBit reports whether mask allows token t (bit t%32 of word t/32).

@@ -206,7 +206,7 @@ func (m *Model) allocate() error {
 		{&m.h, chunk * 2 * c.HiddenDim, "h"}, {&m.tokens, chunk, "tokens"}, {&m.rows, 2 * chunk, "rows"},
 		{&m.blocks, 2 * chunk, "blocks"}, {&m.seqs, int(unsafe.Sizeof(runtime.SeqInfo{})) / 4 * o.MaxSeqs, "seqs"}, {&m.pageTable, o.MaxSeqs * maxPages, "page_table"},
 		{&m.rowsel, o.MaxLogitRows, "rowsel"}, {&m.logits, o.MaxLogitRows * c.Vocab, "logits"},
-		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, maskBase(o) + o.MaxLogitRows*maskWords(c.Vocab), "drafts"},
+		{&m.res, 4 * o.MaxLogitRows, "sample_rows"}, {&m.drafts, maskBase(o) + o.MaxLogitRows*batch.MaskWords(c.Vocab), "drafts"},
 		{&m.q, qSize, "q"}, {&m.out, o.MaxSeqs * (o.MaxDraft + 2), "out"}, {&m.dummy, 64, "dummy"},
 		{&m.adj, 4 * m.adjCap, "logit_adjustments"}, {&m.lp, o.MaxLogitRows * runtime.LogprobStride, "logprobs"},
 	}

@@ -237,10 +237,8 @@ func (m *Model) prepare(steps []batch.SeqStep) (*preparedStep, error) {
 	return &preparedStep{prog: prog, step: step, before: before, spans: spans, seqs: seqs, logprobs: lp}, nil
 }
 
-// maskBase is where the token masks start in the drafts buffer (after room for every draft);
-// maskWords a row's mask length.
-func maskBase(o Options) int  { return o.MaxLogitRows }
-func maskWords(vocab int) int { return batch.MaskWords(vocab) }
+// maskBase is where the token masks start in the drafts buffer (after room for every draft).
+func maskBase(o Options) int { return o.MaxLogitRows }
 
 // parseOut reads one sequence's [n, tokens...] (or [0, kind, row] for non-finite logits).
 func (m *Model) parseOut(raw []byte, st batch.SeqStep, pos0 int) batch.StepOut {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/kernelref"
 	"github.com/wspec/wspec/weights"
 )
@@ -72,6 +73,14 @@ func TestForwardIncrementalEqualsBatched(t *testing.T) {
 		if len(bh) != cfg.NLayers || len(bh[0]) != len(testTokens)*cfg.Dim || len(batched) != len(testTokens)*cfg.Vocab {
 			t.Errorf("shapes: %d hidden of %d, %d logits", len(bh), len(bh[0]), len(batched))
 		}
+	}
+}
+
+// The reference's masked logit is the scheduler's (kernelref sits below batch, so the
+// constant is written twice).
+func TestMaskedLogit(t *testing.T) {
+	if kernelref.Masked != batch.Masked {
+		t.Fatalf("kernelref.Masked %v, batch.Masked %v", kernelref.Masked, batch.Masked)
 	}
 }
 

@@ -13,10 +13,15 @@ import (
 // repetitions * + ? {m} {m,} {m,n}, and # comments.
 
 type gbnfParser struct {
-	src string
-	pos int
-	r   *rules
+	src   string
+	pos   int
+	r     *rules
+	depth int // groups open
 }
+
+// maxGroupDepth bounds the nesting of ( groups ), so that a hostile grammar cannot make the
+// parser and the compiler recurse without end.
+const maxGroupDepth = 200
 
 func gbnfRules(src string) (*rules, int, error) {
 	p := &gbnfParser{src: src, r: newRules()}
@@ -200,6 +205,10 @@ func (p *gbnfParser) primary() (*node, error) {
 		return runeRange(0, utf8.MaxRune), nil
 	case c == '(':
 		p.pos++
+		if p.depth++; p.depth > maxGroupDepth {
+			return nil, p.errf("groups nested at most %d deep", maxGroupDepth)
+		}
+		defer func() { p.depth-- }()
 		n, err := p.alternatives(true)
 		if err != nil {
 			return nil, err

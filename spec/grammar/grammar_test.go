@@ -79,11 +79,18 @@ func TestRegexWalks(t *testing.T) {
 		}
 		full := regexp.MustCompile(`^(?:` + re + `)$`)
 		rng := rand.New(rand.NewPCG(1, uint64(len(re))))
+		ended := 0
 		for i := range 30 {
-			text, ended := walk(t, g, rng, 40, 0.3, i < 3)
-			if ended && !full.MatchString(text) {
-				t.Errorf("%s: generated %q, which it does not match", re, text)
+			text, done := walk(t, g, rng, 40, 0.3, i < 3)
+			if done {
+				ended++
+				if !full.MatchString(text) {
+					t.Errorf("%s: generated %q, which it does not match", re, text)
+				}
 			}
+		}
+		if ended < 10 {
+			t.Errorf("%s: only %d of 30 walks ended", re, ended)
 		}
 	}
 }
@@ -127,6 +134,7 @@ num ::= [1-9] [0-9]{0,2}`
 		`root ::= "x`:             ErrInvalid,
 		`rot ::= "x"`:             ErrInvalid,
 		`root ::= [a-z]{3,1}`:     ErrInvalid,
+		`root ::= ` + strings.Repeat("(", 300) + `"x"` + strings.Repeat(")", 300): ErrInvalid,
 	} {
 		if _, err := Compile(Spec{Kind: GBNF, Text: src}, v); !errors.Is(err, want) {
 			t.Errorf("%q: %v, want %v", src, err, want)

@@ -202,7 +202,6 @@ type Matcher struct {
 	s     *stacks
 	cur   []*frame
 	masks map[string]*entry // the masks of the states seen, by their stacks
-	buf   [2][]*frame
 }
 
 type entry struct {

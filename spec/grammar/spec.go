@@ -9,8 +9,9 @@
 // xgrammar does, in two parts: for each automaton state, once per grammar, a walk of the
 // vocabulary's trie finds the tokens that the state's rule reads without returning (they
 // are allowed whatever the stack below) and those that return from it (unc); only the
-// latter are checked against the whole stack when a mask is asked for, and each matcher
-// keeps the masks of the states it has seen.
+// latter are checked against the whole stack when a mask is asked for (token by token, or by
+// one walk of the trie with the whole stack when they are most of the vocabulary). A grammar
+// keeps the masks of the whole states its matchers have seen, for the next request.
 package grammar
 
 import (

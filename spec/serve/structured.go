@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/wspec/wspec/spec/grammar"
@@ -19,14 +18,9 @@ func structured(f *samplingFields) (*grammar.Spec, string, error) {
 	}
 	var got []found
 	schema := func(param string, raw json.RawMessage) error {
-		raw = bytes.TrimSpace(raw)
-		var text string
-		if len(raw) > 0 && raw[0] == '"' { // a schema sent as a JSON string
-			if err := json.Unmarshal(raw, &text); err != nil {
-				return invalid(param, codeInvalidValue, "%s: not a JSON schema", param)
-			}
-		} else {
-			text = string(raw)
+		text, err := grammar.SchemaText(raw)
+		if err != nil {
+			return invalid(param, codeInvalidValue, "%s: %v", param, err)
 		}
 		got = append(got, found{param, grammar.Spec{Kind: grammar.JSONSchema, Text: text}})
 		return nil
@@ -48,25 +42,12 @@ func structured(f *samplingFields) (*grammar.Spec, string, error) {
 		}
 	}
 	if so := f.StructuredOutputs; so != nil {
-		if len(so.StructuralTag) > 0 && string(so.StructuralTag) != "null" {
-			return nil, "", invalid("structured_outputs", codeUnsupported, "structured_outputs: structural_tag is not supported")
+		specs, err := so.Specs()
+		if err != nil {
+			return nil, "", invalid("structured_outputs", codeUnsupported, "structured_outputs: %v", err)
 		}
-		if len(so.JSON) > 0 && string(so.JSON) != "null" {
-			if err := schema("structured_outputs", so.JSON); err != nil {
-				return nil, "", err
-			}
-		}
-		if so.Regex != nil {
-			got = append(got, found{"structured_outputs", grammar.Spec{Kind: grammar.Regex, Text: *so.Regex}})
-		}
-		if so.Choice != nil {
-			got = append(got, found{"structured_outputs", grammar.Spec{Kind: grammar.Choice, Choices: so.Choice}})
-		}
-		if so.Grammar != nil {
-			got = append(got, found{"structured_outputs", grammar.Spec{Kind: grammar.GBNF, Text: *so.Grammar}})
-		}
-		if so.JSONObject != nil && *so.JSONObject {
-			got = append(got, found{"structured_outputs", grammar.Spec{Kind: grammar.JSONObject}})
+		for _, sp := range specs {
+			got = append(got, found{"structured_outputs", sp})
 		}
 	}
 	if len(f.GuidedJSON) > 0 && string(f.GuidedJSON) != "null" {

@@ -1,6 +1,10 @@
 package serve
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/wspec/wspec/spec/grammar"
+)
 
 // The request and reply bodies of the OpenAI API as wspec serves it. Optional request fields
 // are pointers: absent and null both mean the default. Decoding is strict (decode.go): a
@@ -40,12 +44,12 @@ type samplingFields struct {
 	Speculative *speculativeField `json:"speculative"`
 	// Structured outputs (structured.go): OpenAI's response_format, vLLM's structured_outputs
 	// and its older guided_* fields; at most one of them.
-	ResponseFormat    *responseFormat    `json:"response_format"`
-	StructuredOutputs *structuredOutputs `json:"structured_outputs"`
-	GuidedJSON        json.RawMessage    `json:"guided_json"`
-	GuidedRegex       *string            `json:"guided_regex"`
-	GuidedChoice      []string           `json:"guided_choice"`
-	GuidedGrammar     *string            `json:"guided_grammar"`
+	ResponseFormat    *responseFormat            `json:"response_format"`
+	StructuredOutputs *grammar.StructuredOutputs `json:"structured_outputs"`
+	GuidedJSON        json.RawMessage            `json:"guided_json"`
+	GuidedRegex       *string                    `json:"guided_regex"`
+	GuidedChoice      []string                   `json:"guided_choice"`
+	GuidedGrammar     *string                    `json:"guided_grammar"`
 	// vLLM's knobs of its grammar backends: accepted and ignored (one engine here).
 	GuidedDecodingBackend   json.RawMessage `json:"guided_decoding_backend"`
 	GuidedWhitespacePattern json.RawMessage `json:"guided_whitespace_pattern"`
@@ -103,22 +107,6 @@ type jsonSchema struct {
 	Description string          `json:"description"`
 	Schema      json.RawMessage `json:"schema"`
 	Strict      *bool           `json:"strict"`
-}
-
-// structuredOutputs is vLLM's structured_outputs: one of json (a schema, as an object or a
-// string), regex, choice, grammar (GBNF) or json_object.
-type structuredOutputs struct {
-	JSON       json.RawMessage `json:"json"`
-	Regex      *string         `json:"regex"`
-	Choice     []string        `json:"choice"`
-	Grammar    *string         `json:"grammar"`
-	JSONObject *bool           `json:"json_object"`
-	// vLLM's fields this server accepts and ignores.
-	DisableFallback        json.RawMessage `json:"disable_fallback"`
-	DisableAnyWhitespace   json.RawMessage `json:"disable_any_whitespace"`
-	DisableAdditionalProps json.RawMessage `json:"disable_additional_properties"`
-	WhitespacePattern      json.RawMessage `json:"whitespace_pattern"`
-	StructuralTag          json.RawMessage `json:"structural_tag"`
 }
 
 // chatMessage is one message of a chat; content is a string or an array of text parts.

@@ -28,42 +28,7 @@ type GenerateRequest struct {
 	NoSpeculation        bool     `json:"no_speculation"`
 	// StructuredOutputs is vLLM's structured_outputs: one of json (a schema object), regex,
 	// choice, grammar (GBNF), json_object.
-	StructuredOutputs *structuredOutputs `json:"structured_outputs"`
-}
-
-type structuredOutputs struct {
-	JSON       json.RawMessage `json:"json"`
-	Regex      *string         `json:"regex"`
-	Choice     []string        `json:"choice"`
-	Grammar    *string         `json:"grammar"`
-	JSONObject bool            `json:"json_object"`
-}
-
-// spec is the one structured output given (nil: none).
-func (s *structuredOutputs) spec() (*grammar.Spec, error) {
-	var got []grammar.Spec
-	if len(s.JSON) > 0 && string(s.JSON) != "null" {
-		got = append(got, grammar.Spec{Kind: grammar.JSONSchema, Text: string(s.JSON)})
-	}
-	if s.Regex != nil {
-		got = append(got, grammar.Spec{Kind: grammar.Regex, Text: *s.Regex})
-	}
-	if s.Choice != nil {
-		got = append(got, grammar.Spec{Kind: grammar.Choice, Choices: s.Choice})
-	}
-	if s.Grammar != nil {
-		got = append(got, grammar.Spec{Kind: grammar.GBNF, Text: *s.Grammar})
-	}
-	if s.JSONObject {
-		got = append(got, grammar.Spec{Kind: grammar.JSONObject})
-	}
-	switch len(got) {
-	case 0:
-		return nil, nil
-	case 1:
-		return &got[0], nil
-	}
-	return nil, fmt.Errorf("structured_outputs: give one of json, regex, choice, grammar, json_object")
+	StructuredOutputs *grammar.StructuredOutputs `json:"structured_outputs"`
 }
 
 // generateOptions reads generate()'s options JSON (unknown names are errors) into the engine's
@@ -89,9 +54,14 @@ func generateOptions(s string) (engine.GenerateOptions, error) {
 		o.RepetitionPenalty = *r.RepetitionPenalty
 	}
 	if r.StructuredOutputs != nil {
-		var err error
-		if o.Structured, err = r.StructuredOutputs.spec(); err != nil {
-			return o, err
+		specs, err := r.StructuredOutputs.Specs()
+		switch {
+		case err != nil:
+			return o, fmt.Errorf("structured_outputs: %w", err)
+		case len(specs) > 1:
+			return o, fmt.Errorf("structured_outputs: give one of json, regex, choice, grammar, json_object")
+		case len(specs) == 1:
+			o.Structured = &specs[0]
 		}
 	}
 	return o, o.Validate(0)

@@ -40,24 +40,7 @@ func DistWeights() *weights.LlamaWeights { return ref.RandomLlama(DistConfig, 4)
 // ExactJoint is the probability of each continuation t1 t2 t3 (index t1 V^2 + t2 V + t3) under
 // plain sampling with p: the product of ProcessedProbs of the reference logits.
 func ExactJoint(w *weights.LlamaWeights, p kernelref.SamplingParams) []float64 {
-	V := w.Cfg.Vocab
-	joint := []float64{1}
-	prefixes := [][]int{nil}
-	for range DistTokens {
-		var nj []float64
-		var np [][]int
-		for i, pre := range prefixes {
-			st := ref.NewLlamaState(w)
-			logits, _ := st.Forward(append(append([]int(nil), DistPrompt...), pre...))
-			probs := kernelref.ProcessedProbs(logits[len(logits)-V:], p)
-			for tok, pr := range probs {
-				nj = append(nj, joint[i]*pr)
-				np = append(np, append(append([]int(nil), pre...), tok))
-			}
-		}
-		joint, prefixes = nj, np
-	}
-	return joint
+	return ExactJointGrammar(w, p, nil)
 }
 
 // DistPieces are the tiny model's tokens as text, for grammars: the last has none (a special
@@ -76,8 +59,8 @@ func DistGrammar() *grammar.Grammar {
 	return g
 }
 
-// ExactJointGrammar is ExactJoint under grammar g: each position's logits masked to the
-// tokens g allows after the prefix, then processed.
+// ExactJointGrammar is ExactJoint under grammar g (nil: none): each position's logits masked
+// to the tokens g allows after the prefix, then processed.
 func ExactJointGrammar(w *weights.LlamaWeights, p kernelref.SamplingParams, g *grammar.Grammar) []float64 {
 	V := w.Cfg.Vocab
 	joint := []float64{1}
@@ -89,13 +72,19 @@ func ExactJointGrammar(w *weights.LlamaWeights, p kernelref.SamplingParams, g *g
 			st := ref.NewLlamaState(w)
 			logits, _ := st.Forward(append(append([]int(nil), DistPrompt...), pre...))
 			row := append([]float32(nil), logits[len(logits)-V:]...)
-			m := g.NewMatcher()
+			var m *grammar.Matcher
 			ok := true
-			for _, t := range pre {
-				ok = ok && m.Accept(t) == nil
+			if g != nil {
+				m = g.NewMatcher()
+				for _, t := range pre {
+					ok = ok && m.Accept(t) == nil
+				}
 			}
 			probs := make([]float64, V)
-			if ok && joint[i] > 0 {
+			switch {
+			case g == nil:
+				probs = kernelref.ProcessedProbs(row, p)
+			case ok && joint[i] > 0:
 				mask, _ := m.Mask()
 				kernelref.ApplyMask(row, mask)
 				probs = kernelref.ProcessedProbs(row, p)
