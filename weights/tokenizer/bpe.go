@@ -197,7 +197,10 @@ func (t *Tokenizer) encodeSegment(out []int, text string, first bool) []int {
 		if t.spaceToMeta {
 			text = strings.ReplaceAll(text, " ", metaspace)
 		}
-		return t.appendWord(out, t.spSymbols(text))
+		for _, piece := range t.split.pieces(text) {
+			out = t.appendWord(out, t.spSymbols(piece))
+		}
+		return out
 	}
 	if t.prefixSpace && !strings.HasPrefix(text, " ") && first {
 		text = " " + text

@@ -51,8 +51,9 @@ func byteLevelDecode(piece string) []byte {
 	return out
 }
 
-// splitter is a pre-tokenizer regex (Split with behavior Isolated: matches and
-// the text between them are both pieces).
+// splitter is a Split pre-tokenizer: a regex whose matches cut the text, kept as pieces of
+// their own (behavior Isolated), joined to the text before them (MergedWithPrevious) or after
+// them (MergedWithNext), or dropped (Removed).
 //
 // Go's RE2 has no lookahead, so the pattern is approximated: the alternative
 // `\s+(?!\S)` (a run of whitespace not followed by a non-space) of the GPT-2,
@@ -66,14 +67,21 @@ func byteLevelDecode(piece string) []byte {
 type splitter struct {
 	re        *regexp.Regexp
 	lookahead bool // the pattern had \s+(?!\S)
+	behavior  string
 }
+
+// splitBehaviors are the Split behaviors pieces implements.
+var splitBehaviors = map[string]bool{"Isolated": true, "MergedWithPrevious": true, "MergedWithNext": true, "Removed": true}
 
 // unicodeSpace is Unicode White_Space as an RE2 class body.
 const unicodeSpace = `\t\n\v\f\r\x{85}\p{Z}`
 
-func newSplitter(pattern string) (*splitter, error) {
+func newSplitter(pattern, behavior string) (*splitter, error) {
 	const la = `\s+(?!\S)`
-	s := &splitter{lookahead: strings.Contains(pattern, la)}
+	if !splitBehaviors[behavior] {
+		return nil, fmt.Errorf("%w: Split pre-tokenizer with behavior %q", ErrUnsupported, behavior)
+	}
+	s := &splitter{lookahead: strings.Contains(pattern, la), behavior: behavior}
 	pattern = strings.ReplaceAll(pattern, la, `\s+`)
 	for _, bad := range []string{"(?=", "(?!", "(?<=", "(?<!"} {
 		if strings.Contains(pattern, bad) {
@@ -135,8 +143,8 @@ func widenSpaces(p string) (string, error) {
 
 func isSpace(r rune) bool { return unicode.IsSpace(r) }
 
-// pieces splits text into the regex's matches and the text between them. A
-// nil splitter keeps text whole.
+// pieces splits text by the regex's matches as the behavior says. A nil splitter keeps text
+// whole.
 func (s *splitter) pieces(text string) []string {
 	if s == nil {
 		if text == "" {
@@ -145,7 +153,13 @@ func (s *splitter) pieces(text string) []string {
 		return []string{text}
 	}
 	var out []string
-	gap := 0 // start of text not yet emitted
+	gap := 0   // start of text not yet emitted
+	carry := 0 // MergedWithNext: start of a match waiting for the text after it
+	emit := func(from, to int) {
+		if to > from {
+			out = append(out, text[from:to])
+		}
+	}
 	for pos := 0; pos < len(text); {
 		loc := s.re.FindStringIndex(text[pos:])
 		if loc == nil {
@@ -160,14 +174,45 @@ func (s *splitter) pieces(text string) []string {
 		if s.lookahead {
 			end = s.trimLookahead(text, start, end)
 		}
-		if start > gap {
-			out = append(out, text[gap:start])
+		switch s.behavior {
+		case "Isolated":
+			emit(gap, start)
+			emit(start, end)
+		case "Removed":
+			emit(gap, start)
+		case "MergedWithPrevious":
+			emit(gap, end)
+		case "MergedWithNext":
+			emit(carry, start)
+			carry = start
 		}
-		out = append(out, text[start:end])
 		gap, pos = end, end
 	}
-	if gap < len(text) {
-		out = append(out, text[gap:])
+	if s.behavior == "MergedWithNext" {
+		emit(carry, len(text))
+	} else {
+		emit(gap, len(text))
+	}
+	return out
+}
+
+// splitChain is a Sequence of Split pre-tokenizers: each splits every piece of the one before.
+type splitChain []*splitter
+
+func (c splitChain) pieces(text string) []string {
+	if len(c) == 0 {
+		if text == "" {
+			return nil
+		}
+		return []string{text}
+	}
+	out := c[0].pieces(text)
+	for _, s := range c[1:] {
+		var next []string
+		for _, p := range out {
+			next = append(next, s.pieces(p)...)
+		}
+		out = next
 	}
 	return out
 }

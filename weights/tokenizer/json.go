@@ -57,13 +57,17 @@ type componentJSON struct {
 type pipeline struct {
 	byteLevel   bool   // a ByteLevel pre-tokenizer
 	prefixSpace bool   // ByteLevel add_prefix_space
-	splitRegex  string // the Split (or ByteLevel use_regex) pattern, "" for none
+	splits      []splitSpec // the Split pre-tokenizers (and ByteLevel's use_regex), in order
 	spaceToMeta bool   // spaces become "▁" (Replace normalizer or Metaspace)
 	dummyPrefix bool   // "▁" is prepended (Prepend normalizer or Metaspace)
 	nfc         bool   // text is put in Unicode normalization form C (an NFC normalizer)
 }
 
 const metaspace = "▁"
+
+// splitSpec is one Split pre-tokenizer: its regex (RE2 syntax, lookahead as newSplitter
+// handles it) and its behavior.
+type splitSpec struct{ pattern, behavior string }
 
 // gpt2Pattern is the pre-tokenizer regex of GPT-2's ByteLevel (use_regex: true).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
@@ -111,21 +115,18 @@ func (p *pipeline) preTokenizer(c *componentJSON) error {
 	case "ByteLevel":
 		p.byteLevel = true
 		p.prefixSpace = c.AddPrefixSpace != nil && *c.AddPrefixSpace
-		if (c.UseRegex == nil || *c.UseRegex) && p.splitRegex == "" {
-			p.splitRegex = gpt2Pattern
+		if c.UseRegex == nil || *c.UseRegex {
+			p.splits = append(p.splits, splitSpec{gpt2Pattern, "Isolated"})
 		}
 	case "Split":
-		if c.Behavior != "Isolated" || c.Invert {
-			return fmt.Errorf("%w: Split pre-tokenizer with behavior %q invert %v (only Isolated)", ErrUnsupported, c.Behavior, c.Invert)
-		}
-		if p.splitRegex != "" {
-			return fmt.Errorf("%w: more than one Split pre-tokenizer", ErrUnsupported)
+		if !splitBehaviors[c.Behavior] || c.Invert {
+			return fmt.Errorf("%w: Split pre-tokenizer with behavior %q invert %v (only Isolated, MergedWithPrevious, MergedWithNext and Removed, not inverted)", ErrUnsupported, c.Behavior, c.Invert)
 		}
 		switch {
 		case c.Pattern.Regex != nil:
-			p.splitRegex = *c.Pattern.Regex
+			p.splits = append(p.splits, splitSpec{*c.Pattern.Regex, c.Behavior})
 		case c.Pattern.String != nil:
-			p.splitRegex = regexp.QuoteMeta(*c.Pattern.String)
+			p.splits = append(p.splits, splitSpec{regexp.QuoteMeta(*c.Pattern.String), c.Behavior})
 		default:
 			return fmt.Errorf("%w: Split pre-tokenizer without a pattern", ErrBad)
 		}

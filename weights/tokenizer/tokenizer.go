@@ -86,7 +86,7 @@ type Tokenizer struct {
 	dummyPrefix  bool
 
 	// ByteLevelBPE
-	split        *splitter // nil: no pre-tokenizer regex
+	split        splitChain // the pre-tokenizer's Splits in order (none: the text is one piece)
 	prefixSpace  bool
 	byteRuneIDs  [256]int // id of each byte's mapped character, -1 when missing
 	ignoreMerges bool     // a whole pre-tokenized word in the vocabulary is one token (Llama-3)
@@ -177,12 +177,14 @@ func Parse(tokJSON, cfgJSON []byte) (*Tokenizer, error) {
 		}
 		t.unk = id
 	}
-	if t.kind == ByteLevelBPE {
-		if p.splitRegex != "" {
-			if t.split, err = newSplitter(p.splitRegex); err != nil {
-				return nil, err
-			}
+	for _, sp := range p.splits {
+		s, err := newSplitter(sp.pattern, sp.behavior)
+		if err != nil {
+			return nil, err
 		}
+		t.split = append(t.split, s)
+	}
+	if t.kind == ByteLevelBPE {
 		t.prefixSpace = p.prefixSpace
 	} else {
 		t.spaceToMeta, t.dummyPrefix = p.spaceToMeta, p.dummyPrefix

@@ -206,11 +206,11 @@ func TestByteLevelTokenizer(t *testing.T) {
 }
 
 func TestPreTokenizerSplits(t *testing.T) {
-	gpt2, err := newSplitter(gpt2Pattern)
+	gpt2, err := newSplitter(gpt2Pattern, "Isolated")
 	if err != nil {
 		t.Fatal(err)
 	}
-	llama3, err := newSplitter(llama3Pattern)
+	llama3, err := newSplitter(llama3Pattern, "Isolated")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestPreTokenizerSplits(t *testing.T) {
 			t.Errorf("split %q = %q, want %q", c.text, got, c.expected)
 		}
 	}
-	if _, err := newSplitter(`a(?=b)`); !errors.Is(err, ErrUnsupported) {
+	if _, err := newSplitter(`a(?=b)`, "Isolated"); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("lookahead accepted: %v", err)
 	}
 }
@@ -411,5 +411,36 @@ func TestNFCNormalizer(t *testing.T) {
 	}
 	if got := raw.Encode(composed, false); !slices.Equal(got, want) {
 		t.Errorf("no normalizer: composed %v, with NFC %v", got, want)
+	}
+}
+
+// Each Split behavior cuts at the matches as Hugging Face's does, and a Sequence of Splits
+// splits every piece of the one before.
+func TestSplitBehaviors(t *testing.T) {
+	text := " a  b c "
+	for _, c := range []struct {
+		behavior string
+		want     []string
+	}{
+		{"Isolated", []string{" ", "a", " ", " ", "b", " ", "c", " "}},
+		{"MergedWithPrevious", []string{" ", "a ", " ", "b ", "c "}},
+		{"MergedWithNext", []string{" a", " ", " b", " c", " "}},
+		{"Removed", []string{"a", "b", "c"}},
+	} {
+		s, err := newSplitter(" ", c.behavior)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.pieces(text); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.behavior, got, c.want)
+		}
+	}
+	if _, err := newSplitter(" ", "Contiguous"); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("behavior Contiguous: %v, want ErrUnsupported", err)
+	}
+	digits, _ := newSplitter(`\p{N}{1,3}`, "Isolated")
+	words, _ := newSplitter(`[a-z]+`, "Isolated")
+	if got, want := (splitChain{digits, words}).pieces("ab12345cd e"), []string{"ab", "123", "45", "cd", " ", "e"}; !slices.Equal(got, want) {
+		t.Errorf("chain: %q, want %q", got, want)
 	}
 }
