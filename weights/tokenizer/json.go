@@ -55,12 +55,12 @@ type componentJSON struct {
 
 // pipeline is what the normalizer and pre-tokenizer amount to.
 type pipeline struct {
-	byteLevel   bool   // a ByteLevel pre-tokenizer
-	prefixSpace bool   // ByteLevel add_prefix_space
+	byteLevel   bool        // a ByteLevel pre-tokenizer
+	prefixSpace bool        // ByteLevel add_prefix_space
 	splits      []splitSpec // the Split pre-tokenizers (and ByteLevel's use_regex), in order
-	spaceToMeta bool   // spaces become "▁" (Replace normalizer or Metaspace)
-	dummyPrefix bool   // "▁" is prepended (Prepend normalizer or Metaspace)
-	nfc         bool   // text is put in Unicode normalization form C (an NFC normalizer)
+	spaceToMeta bool        // spaces become "▁" (Replace normalizer or Metaspace)
+	dummyPrefix bool        // "▁" is prepended (Prepend normalizer or Metaspace)
+	nfc         bool        // text is put in Unicode normalization form C (an NFC normalizer)
 }
 
 const metaspace = "▁"
