@@ -1,0 +1,78 @@
+package toolcall
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Tool is a function the client offers: its name and its parameters' JSON Schema (nil for
+// none).
+type Tool struct {
+	Name       string
+	Parameters json.RawMessage
+}
+
+// noParameters is the schema of a function that takes none.
+var noParameters = json.RawMessage(`{"type": "object", "properties": {}}`)
+
+func (t Tool) parameters() json.RawMessage {
+	if len(bytes.TrimSpace(t.Parameters)) == 0 || string(t.Parameters) == "null" {
+		return noParameters
+	}
+	return t.Parameters
+}
+
+// RequiredSchema is the JSON Schema a reply to tool_choice "required" is written under, as
+// vLLM forces it: a list of at least one (at most one unless parallel) {"name": one of the
+// tools, "parameters": that tool's arguments}.
+func RequiredSchema(tools []Tool, parallel bool) (json.RawMessage, error) {
+	if len(tools) == 0 {
+		return nil, fmt.Errorf("no tools to choose from")
+	}
+	var anyOf []any
+	for _, t := range tools {
+		anyOf = append(anyOf, map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"name":       map[string]any{"type": "string", "enum": []string{t.Name}},
+				"parameters": t.parameters(),
+			},
+			"required":             []string{"name", "parameters"},
+			"additionalProperties": false,
+		})
+	}
+	schema := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": anyOf}}
+	if !parallel {
+		schema["maxItems"] = 1
+	}
+	return json.Marshal(schema)
+}
+
+// NamedSchema is the JSON Schema a reply to a named tool_choice is written under: the tool's
+// arguments.
+func NamedSchema(t Tool) json.RawMessage { return t.parameters() }
+
+// ParseRequired reads a reply written under RequiredSchema into calls.
+func ParseRequired(text string) ([]Call, error) {
+	var list []struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if err := json.Unmarshal([]byte(text), &list); err != nil {
+		return nil, err
+	}
+	out := make([]Call, len(list))
+	for i, c := range list {
+		out[i] = Call{Name: c.Name, Arguments: argumentsText(c.Parameters)}
+	}
+	return out, nil
+}
+
+// ParseNamed reads a reply written under NamedSchema into the call of tool name.
+func ParseNamed(name, text string) (Call, error) {
+	if !json.Valid([]byte(text)) {
+		return Call{}, fmt.Errorf("the arguments are not JSON")
+	}
+	return Call{Name: name, Arguments: argumentsText(json.RawMessage(text))}, nil
+}
