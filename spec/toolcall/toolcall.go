@@ -75,8 +75,8 @@ type Stream struct {
 	pending string // text held back: it may be the start of the marker
 	calls   strings.Builder
 	inCalls bool
-	done    int // the length of s.calls's text already read into calls (formats with end)
-	sent    int // the calls already returned
+	done    int  // the length of s.calls's text already read into calls (formats with end)
+	sent    int  // the calls already returned
 	decided bool // asWhole: whether the reply is calls is known
 	seen    bool // asWhole: non-blank text has arrived
 }
