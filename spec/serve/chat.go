@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/toolcall"
+	"github.com/wspec/wspec/weights/chat"
 )
 
 // handleChat serves POST /v1/chat/completions: the messages go through the model's chat
@@ -23,13 +25,20 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.reply(w, r, rq, "chatcmpl-", func(id string, created int64) replier {
-		return &chatReplier{s: s, id: id, created: created, rq: rq, logprobs: req.Logprobs}
+		c := &chatReplier{s: s, id: id, created: created, rq: rq, logprobs: req.Logprobs}
+		for range len(rq.prompts) * rq.n {
+			c.outs = append(c.outs, s.newChatOutput(rq.tools))
+		}
+		return c
 	})
 }
 
-// chatRoles are the message roles a chat may have (tool and function messages need tools,
-// which this server does not run).
-var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true}
+// chatRoles are the message roles a chat may have.
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
+
+// templateReserved are the chat template's own variables, which chat_template_kwargs cannot set.
+var templateReserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
+	"continue_final_message": true, "bos_token": true, "eos_token": true, "raise_exception": true, "strftime_now": true}
 
 // chatRequest validates a chat request and renders its prompt.
 func (s *Server) chatRequest(req *chatRequest) (*request, error) {
@@ -48,18 +57,25 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 		return nil, invalid("messages", codeMissing, "messages: want at least one message")
 	case req.TopLogprobs != nil && !req.Logprobs:
 		return nil, invalid("top_logprobs", codeInvalidValue, "top_logprobs: needs logprobs to be true")
-	case len(req.Tools) > 0:
-		return nil, invalid("tools", codeUnsupported, "tools: not supported")
-	case len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" && !rawIsString(req.ToolChoice, "none"):
-		return nil, invalid("tool_choice", codeUnsupported, "tool_choice: only \"none\" is supported")
 	}
-	for i, m := range req.Messages {
-		if !chatRoles[m.Role] {
-			return nil, invalid("messages", codeInvalidValue, "messages[%d].role %q: want system, developer, user or assistant", i, m.Role)
+	plan, err := s.toolPlan(req)
+	if err != nil {
+		return nil, err
+	}
+	rq.tools = plan
+	if plan.force != nil {
+		if o.Structured != nil {
+			return nil, invalid("tool_choice", codeInvalidValue, "tool_choice: a required or named tool choice writes the reply under its own schema; %s cannot be set as well", rq.params["structured_outputs"])
 		}
-		if m.Content.null && m.Role != "assistant" {
-			return nil, invalid("messages", codeInvalidValue, "messages[%d].content: required for a %s message", i, m.Role)
-		}
+		o.Structured = plan.force
+		rq.params["structured_outputs"] = "tool_choice"
+	}
+	if plan.mode == toolsAuto && toolcall.SpecialMarker(s.cfg.ToolCallParser) {
+		o.KeepSpecialTokens = true // the parser's marker is a special token
+	}
+	in, err := s.templateInput(req)
+	if err != nil {
+		return nil, err
 	}
 	if req.Logprobs {
 		o.Logprobs = true
@@ -67,11 +83,10 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 			o.TopLogprobs = *req.TopLogprobs
 		}
 	}
-	prompt, err := s.tpl.render(req.Messages)
+	prompt, err := s.tpl.Render(in)
 	if err != nil {
-		var te *errTemplate
-		if errors.As(err, &te) {
-			return nil, invalid("messages", codeInvalidValue, "messages: the model's chat template refused them: %s", te.msg)
+		if errors.Is(err, chat.ErrRaised) {
+			return nil, invalid("messages", codeInvalidValue, "messages: the model's chat template refused them: %s", strings.TrimPrefix(err.Error(), chat.ErrRaised.Error()+": "))
 		}
 		return nil, invalid("messages", codeInvalidValue, "messages: %v", err)
 	}
@@ -81,6 +96,66 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 	return rq, nil
 }
 
+// templateInput checks the messages and the template's other inputs, and turns them into the
+// chat template's input as vLLM hands them over: an assistant message's calls with their
+// arguments as objects, reasoning_effort as a variable beside chat_template_kwargs.
+func (s *Server) templateInput(req *chatRequest) (chat.Input, error) {
+	in := chat.Input{AddGenerationPrompt: req.AddGenerationPrompt == nil || *req.AddGenerationPrompt,
+		ContinueFinalMessage: req.ContinueFinalMessage, Documents: req.Documents, Vars: map[string]json.RawMessage{}}
+	if req.ContinueFinalMessage && req.AddGenerationPrompt != nil && *req.AddGenerationPrompt {
+		return in, invalid("continue_final_message", codeInvalidValue, "continue_final_message: cannot be set with add_generation_prompt true")
+	}
+	if req.ContinueFinalMessage {
+		in.AddGenerationPrompt = false
+	}
+	for k, v := range req.ChatTemplateKwargs {
+		if templateReserved[k] {
+			return in, invalid("chat_template_kwargs", codeInvalidValue, "chat_template_kwargs: %q is the template's own variable; set it with its own field", k)
+		}
+		in.Vars[k] = v
+	}
+	if req.ReasoningEffort != nil {
+		in.Vars["reasoning_effort"], _ = json.Marshal(*req.ReasoningEffort)
+	}
+	if len(req.Tools) > 0 {
+		raws := make([]json.RawMessage, len(req.Tools))
+		for i, t := range req.Tools {
+			raws[i] = t.raw
+		}
+		in.Tools, _ = json.Marshal(raws)
+	}
+	for i, m := range req.Messages {
+		if !chatRoles[m.Role] {
+			return in, invalid("messages", codeInvalidValue, "messages[%d].role %q: want system, developer, user, assistant or tool", i, m.Role)
+		}
+		if (m.Content.null || !m.Content.set) && m.Role != "assistant" {
+			return in, invalid("messages", codeInvalidValue, "messages[%d].content: required for a %s message", i, m.Role)
+		}
+		if len(m.ToolCalls) > 0 && m.Role != "assistant" {
+			return in, invalid("messages", codeInvalidValue, "messages[%d].tool_calls: only an assistant message has tool calls", i)
+		}
+		msg := chat.Message{Role: m.Role, Content: m.Content.text, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, r := range []*string{m.ReasoningContent, m.Reasoning} {
+			if r != nil && msg.Reasoning == "" {
+				msg.Reasoning = *r
+			}
+		}
+		for j, c := range m.ToolCalls {
+			if c.Function.Name == "" {
+				return in, invalid("messages", codeMissing, "messages[%d].tool_calls[%d].function.name: required", i, j)
+			}
+			args := string(c.Function.Arguments)
+			var text string
+			if json.Unmarshal(c.Function.Arguments, &text) == nil {
+				args = text
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+		}
+		in.Messages = append(in.Messages, msg)
+	}
+	return in, nil
+}
+
 // chatReplier builds chat replies and stream chunks.
 type chatReplier struct {
 	s        *Server
@@ -88,6 +163,8 @@ type chatReplier struct {
 	created  int64
 	rq       *request
 	logprobs bool
+	outs     []*chatOutput // per choice index
+	called   []bool        // per choice index: the reply has tool calls
 }
 
 func (c *chatReplier) chunk(ch ...chatChunkChoice) chatChunk {
@@ -103,13 +180,45 @@ func (c *chatReplier) start(sw *sseWriter) {
 }
 
 func (c *chatReplier) text(sw *sseWriter, ch *choice, text string) {
-	sw.send(c.chunk(chatChunkChoice{Index: ch.index, Delta: chatDelta{Content: &text}}))
+	thought, content, calls := c.outs[ch.index].push(text)
+	c.send(sw, ch.index, thought, content, calls)
 }
 
-// end sends the choice's finish_reason with an empty delta, and its logprobs when asked for
-// (all of them in this last chunk: the engine gives them at the end).
+// send streams a choice's new reasoning, content and calls: each call as two deltas, the
+// first with its index, id, type, name and empty arguments, the second with the arguments.
+func (c *chatReplier) send(sw *sseWriter, index int, thought, content string, calls []toolcall.Call) {
+	if thought != "" || content != "" {
+		d := chatDelta{}
+		if thought != "" {
+			d.ReasoningContent = &thought
+		}
+		if content != "" {
+			d.Content = &content
+		}
+		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: d}))
+	}
+	for _, call := range calls {
+		n := c.outs[index].sent
+		c.outs[index].sent++
+		head := toolCallOut{Index: &n, ID: c.s.toolCallID(), Type: "function"}
+		head.Function.Name = call.Name
+		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: chatDelta{ToolCalls: []toolCallOut{head}}}))
+		args := toolCallOut{Index: &n}
+		args.Function.Arguments = call.Arguments
+		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: chatDelta{ToolCalls: []toolCallOut{args}}}))
+	}
+}
+
+// end sends what the choice's text held back, then its finish_reason (tool_calls when it
+// called any) with an empty delta, and its logprobs when asked for (all of them in this last
+// chunk: the engine gives them at the end).
 func (c *chatReplier) end(sw *sseWriter, ch *choice) {
+	thought, content, calls := c.outs[ch.index].finish()
+	c.send(sw, ch.index, thought, content, calls)
 	fr := finishReason(ch.res.Finish)
+	if c.outs[ch.index].sent > 0 {
+		fr = "tool_calls"
+	}
 	sw.send(c.chunk(chatChunkChoice{Index: ch.index, FinishReason: &fr, Logprobs: c.s.chatLogprobsOf(ch.res, c.logprobs)}))
 }
 
@@ -123,14 +232,26 @@ func (c *chatReplier) usageChunk(u usage) any {
 func (c *chatReplier) whole(choices []*choice, u usage) any {
 	rep := chatReply{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.s.name, Usage: u}
 	for _, ch := range choices {
-		rep.Choices = append(rep.Choices, chatChoice{Index: ch.index, Message: chatOut{Role: "assistant", Content: ch.res.Text},
-			FinishReason: finishReason(ch.res.Finish), Logprobs: c.s.chatLogprobsOf(ch.res, c.logprobs)})
+		o := c.outs[ch.index]
+		t1, c1, calls := o.push(ch.res.Text)
+		t2, c2, rest := o.finish()
+		thought, content := t1+t2, c1+c2
+		calls = append(calls, rest...)
+		msg := chatOut{Role: "assistant"}
+		if content != "" || len(calls) == 0 {
+			msg.Content = &content
+		}
+		if thought != "" {
+			msg.ReasoningContent = &thought
+		}
+		fr := finishReason(ch.res.Finish)
+		for _, call := range calls {
+			tc := toolCallOut{ID: c.s.toolCallID(), Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = call.Name, call.Arguments
+			msg.ToolCalls = append(msg.ToolCalls, tc)
+			fr = "tool_calls"
+		}
+		rep.Choices = append(rep.Choices, chatChoice{Index: ch.index, Message: msg, FinishReason: fr, Logprobs: c.s.chatLogprobsOf(ch.res, c.logprobs)})
 	}
 	return rep
-}
-
-// rawIsString reports whether a raw JSON value is the string s.
-func rawIsString(raw json.RawMessage, s string) bool {
-	var v string
-	return json.Unmarshal(raw, &v) == nil && strings.EqualFold(v, s)
 }

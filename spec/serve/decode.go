@@ -8,18 +8,22 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/wspec/wspec/spec/engine"
 )
 
-// decodeBody reads a request body of at most Config.MaxBodyBytes and decodes it strictly into
-// v: it must be valid UTF-8 and one JSON object whose fields v names, each of the right type.
-// Every failure is a 400 naming the field where one is at fault (413 for a body too large, 408
-// for one slower than Config.BodyTimeout, 503 for one cut off by a drain).
+// decodeBody reads a request body of at most Config.MaxBodyBytes and decodes it into v: it
+// must be valid UTF-8 and one JSON object, each field v names of the right type. A top-level
+// field v does not name is ignored with a line to Config.Warnings, as vLLM does. Every failure
+// is a 400 naming the field where one is at fault (413 for a body too large, 408 for one slower
+// than Config.BodyTimeout, 503 for one cut off by a drain).
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -32,14 +36,57 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 		return invalid("", codeInvalidJSON, "the request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return invalid("", codeInvalidJSON, "the request body has data after its JSON object")
 	}
+	if unknown := unknownFields(body, v); len(unknown) > 0 && s.cfg.Warnings != nil {
+		fmt.Fprintf(s.cfg.Warnings, "warning: %s %s: ignoring unknown request fields %s\n", r.Method, r.URL.Path, strings.Join(unknown, ", "))
+	}
 	return nil
+}
+
+// knownFields caches the JSON field names of each request type.
+var knownFields sync.Map // reflect.Type -> map[string]bool
+
+// unknownFields lists the top-level fields of body (a JSON object) that v's type does not
+// name, quoted and sorted.
+func unknownFields(body []byte, v any) []string {
+	t := reflect.TypeOf(v).Elem()
+	names, ok := knownFields.Load(t)
+	if !ok {
+		m := map[string]bool{}
+		addFields(m, t)
+		names, _ = knownFields.LoadOrStore(t, m)
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return nil
+	}
+	var out []string
+	for k := range obj {
+		if !names.(map[string]bool)[k] {
+			out = append(out, strconv.Quote(k))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// addFields adds the JSON names of struct type t's fields, embedded structs' included.
+func addFields(m map[string]bool, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			addFields(m, f.Type)
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = true
+		}
+	}
 }
 
 // readBody reads the body within Config.BodyTimeout, then lifts the deadline (the connection
@@ -102,10 +149,6 @@ func jsonError(err error) error {
 		return invalid(field, codeInvalidType, "%s: want %s, got %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return invalid("", codeInvalidJSON, "invalid JSON: the body ends in the middle of a value")
-	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		f = strings.Trim(f, `"`)
-		return invalid(f, codeUnknownField, "unknown field %q (this server accepts the fields of the OpenAI API it implements, listed in the README)", f)
 	}
 	return invalid("", codeInvalidJSON, "invalid JSON: %v", err)
 }
@@ -213,6 +256,7 @@ func tokenIDs(ids []json.Number) ([]int, error) {
 type contentField struct {
 	text string
 	null bool
+	set  bool // the field was there (null or not)
 }
 
 type contentPart struct {
@@ -221,6 +265,7 @@ type contentPart struct {
 }
 
 func (c *contentField) UnmarshalJSON(b []byte) error {
+	c.set = true
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		c.null = true
 		return nil
@@ -228,10 +273,8 @@ func (c *contentField) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &c.text); err == nil {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var parts []contentPart
-	if err := dec.Decode(&parts); err != nil {
+	if err := json.Unmarshal(b, &parts); err != nil {
 		return invalid("messages", codeInvalidType, "messages: a content must be a string or an array of {\"type\": \"text\", \"text\": ...} parts")
 	}
 	var sb strings.Builder

@@ -29,7 +29,6 @@ func (e *apiError) Error() string {
 const (
 	codeInvalidJSON        = "invalid_json"
 	codeInvalidType        = "invalid_type"
-	codeUnknownField       = "unknown_field"
 	codeInvalidValue       = "invalid_value"
 	codeMissing            = "missing_required_parameter"
 	codeUnsupported        = "unsupported_parameter"

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/reasoning"
+	"github.com/wspec/wspec/spec/toolcall"
+	"github.com/wspec/wspec/weights/chat"
 	"github.com/wspec/wspec/weights/tokenizer"
 )
 
@@ -55,6 +58,26 @@ type Config struct {
 	// Metrics are the server's metrics (nil: made here, without the engine's step counters:
 	// pass a Metrics' OnStep to engine.Options to have them).
 	Metrics *Metrics
+	// ToolCallParser reads tool calls out of replies (one of toolcall.Parsers, "" for none)
+	// when EnableAutoToolChoice lets tool_choice be "auto": vLLM's --tool-call-parser and
+	// --enable-auto-tool-choice.
+	ToolCallParser       string
+	EnableAutoToolChoice bool
+	// ReasoningParser splits replies into reasoning_content and content (one of
+	// reasoning.Parsers, "" for none): vLLM's --reasoning-parser.
+	ReasoningParser string
+	// Defaults are the sampling settings of a request that sets none (the model's
+	// generation_config.json, as vLLM applies it).
+	Defaults SamplingDefaults
+	// Warnings, when set, gets a line for each request field the server ignored.
+	Warnings io.Writer
+}
+
+// SamplingDefaults are sampling settings a request gets where it does not set them (nil:
+// OpenAI's default).
+type SamplingDefaults struct {
+	Temperature, TopP, MinP, RepetitionPenalty *float64
+	TopK                                       *int
 }
 
 // Server serves one engine. See the package comment.
@@ -65,7 +88,7 @@ type Server struct {
 	name    string
 	dir     string
 	maxSeq  int
-	tpl     *chatTemplate
+	tpl     *chat.Template
 	metrics *Metrics
 	created int64
 	keyHash [32]byte
@@ -105,7 +128,7 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	s.hardStop, s.stopAll = context.WithCancel(context.Background())
 	src, origin, err := info.ChatTemplate, "the GGUF file's tokenizer.chat_template", error(nil)
 	if c.ChatTemplate != "" || info.ChatTemplate == "" {
-		src, origin, err = loadChatTemplate(info.Dir, c.ChatTemplate)
+		src, origin, err = chat.Load(info.Dir, c.ChatTemplate)
 	}
 	if err != nil {
 		return nil, err
@@ -117,7 +140,16 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	if ids := tok.EOS(); len(ids) > 0 {
 		eos = tok.Piece(ids[0])
 	}
-	if s.tpl, err = newChatTemplate(src, origin, bos, eos, tok.AddBOS()); err != nil {
+	if c.ToolCallParser != "" && !toolcall.Valid(c.ToolCallParser) {
+		return nil, fmt.Errorf("tool call parser %q: want one of %s", c.ToolCallParser, strings.Join(toolcall.Parsers(), ", "))
+	}
+	if c.EnableAutoToolChoice && c.ToolCallParser == "" {
+		return nil, fmt.Errorf("automatic tool choice needs a tool call parser (one of %s)", strings.Join(toolcall.Parsers(), ", "))
+	}
+	if c.ReasoningParser != "" && !reasoning.Valid(c.ReasoningParser) {
+		return nil, fmt.Errorf("reasoning parser %q: want one of %s", c.ReasoningParser, strings.Join(reasoning.Parsers, ", "))
+	}
+	if s.tpl, err = chat.New(src, origin, bos, eos, tok.AddBOS()); err != nil {
 		return nil, err
 	}
 	s.metrics.watch(e)
@@ -126,7 +158,7 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 
 // ChatTemplateSource says where the chat template came from ("default" when the model has
 // none).
-func (s *Server) ChatTemplateSource() string { return s.tpl.source }
+func (s *Server) ChatTemplateSource() string { return s.tpl.Origin }
 
 // Name is the served model name.
 func (s *Server) Name() string { return s.name }

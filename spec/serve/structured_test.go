@@ -67,14 +67,14 @@ func TestStructuredOutputs(t *testing.T) {
 			continue
 		}
 		stopped++
-		if err := validates(s, c.Message.Content); err != nil || c.FinishReason != "stop" {
-			t.Errorf("choice %d (%s): %q: %v", c.Index, c.FinishReason, c.Message.Content, err)
+		if err := validates(s, *c.Message.Content); err != nil || c.FinishReason != "stop" {
+			t.Errorf("choice %d (%s): %q: %v", c.Index, c.FinishReason, *c.Message.Content, err)
 		}
 	}
 	if stopped == 0 || reply.Usage.CompletionTokens > 3*200 {
 		t.Errorf("no choice ended by itself (usage %+v)", reply.Usage)
 	}
-	t.Logf("%q", reply.Choices[0].Message.Content)
+	t.Logf("%q", *reply.Choices[0].Message.Content)
 	events, done := f.stream(t, context.Background(), "/v1/chat/completions", strings.Replace(body, `"n": 3`, `"n": 1, "stream": true`, 1))
 	var text strings.Builder
 	for _, e := range events {

@@ -26,6 +26,7 @@ type request struct {
 	params      map[string]string
 	promptParam string
 	maxParam    string
+	tools       *toolPlan // chat: the tools and how the reply calls them
 }
 
 // options turns the fields chat and completions share into the engine's options. It checks

@@ -7,8 +7,9 @@ import (
 )
 
 // The request and reply bodies of the OpenAI API as wspec serves it. Optional request fields
-// are pointers: absent and null both mean the default. Decoding is strict (decode.go): a
-// field not listed here is an error, not silently ignored.
+// are pointers: absent and null both mean the default. A top-level field not listed here is
+// ignored with a logged warning, as vLLM does (decode.go); a listed one of the wrong type is
+// a 400.
 
 // samplingFields are the generation settings chat and completions requests share.
 type samplingFields struct {
@@ -80,19 +81,51 @@ type completionRequest struct {
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
 	samplingFields
-	Messages            []chatMessage     `json:"messages"`
-	MaxCompletionTokens *int              `json:"max_completion_tokens"`
-	Logprobs            bool              `json:"logprobs"`
-	TopLogprobs         *int              `json:"top_logprobs"`
-	Tools               []json.RawMessage `json:"tools"`       // only none
-	ToolChoice          json.RawMessage   `json:"tool_choice"` // only "none"
+	Messages            []chatMessage `json:"messages"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+	Logprobs            bool          `json:"logprobs"`
+	TopLogprobs         *int          `json:"top_logprobs"`
+	// Tools (tools.go): the functions offered, which one the reply must call (none, auto,
+	// required, or a named function), and whether it may call several.
+	Tools             []toolParam     `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	// The chat template's inputs besides the messages: vLLM's chat_template_kwargs (extra
+	// variables, such as Qwen3's enable_thinking), reasoning_effort (passed as a variable),
+	// documents, add_generation_prompt (default true) and continue_final_message.
+	ChatTemplateKwargs   map[string]json.RawMessage `json:"chat_template_kwargs"`
+	ReasoningEffort      *string                    `json:"reasoning_effort"`
+	Documents            json.RawMessage            `json:"documents"`
+	AddGenerationPrompt  *bool                      `json:"add_generation_prompt"`
+	ContinueFinalMessage bool                       `json:"continue_final_message"`
 	// OpenAI fields that change nothing in the output: accepted and ignored.
-	Store             json.RawMessage `json:"store"`
-	Metadata          json.RawMessage `json:"metadata"`
-	PromptCacheKey    json.RawMessage `json:"prompt_cache_key"`
-	SafetyIdentifier  json.RawMessage `json:"safety_identifier"`
-	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
-	ServiceTier       json.RawMessage `json:"service_tier"`
+	Store            json.RawMessage `json:"store"`
+	Metadata         json.RawMessage `json:"metadata"`
+	PromptCacheKey   json.RawMessage `json:"prompt_cache_key"`
+	SafetyIdentifier json.RawMessage `json:"safety_identifier"`
+	ServiceTier      json.RawMessage `json:"service_tier"`
+}
+
+// toolParam is one entry of tools: a function with its name, description and parameters'
+// JSON Schema. raw is the entry as sent, which the chat template gets.
+type toolParam struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+	} `json:"function"`
+	raw json.RawMessage
+}
+
+func (t *toolParam) UnmarshalJSON(b []byte) error {
+	type plain toolParam
+	if err := json.Unmarshal(b, (*plain)(t)); err != nil {
+		return invalid("tools", codeInvalidType, "tools: want a list of {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": ...}}")
+	}
+	t.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // responseFormat is OpenAI's response_format: text, json_object, or json_schema with its
@@ -114,6 +147,23 @@ type chatMessage struct {
 	Role    string       `json:"role"`
 	Content contentField `json:"content"`
 	Name    string       `json:"name"`
+	// An assistant message's calls, and the call a tool message answers.
+	ToolCalls  []toolCallIn `json:"tool_calls"`
+	ToolCallID string       `json:"tool_call_id"`
+	// An assistant message's reasoning (vLLM's reasoning_content; "reasoning" is its newer
+	// name).
+	ReasoningContent *string `json:"reasoning_content"`
+	Reasoning        *string `json:"reasoning"`
+}
+
+// toolCallIn is one call of an assistant message in the history.
+type toolCallIn struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"` // a JSON text in a string, or an object
+	} `json:"function"`
 }
 
 type usage struct {
@@ -165,8 +215,22 @@ type chatChoice struct {
 }
 
 type chatOut struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+// toolCallOut is a call in a reply; streamed, it is a delta: the first of a call has its
+// index, id, type and name, the next ones add to its arguments.
+type toolCallOut struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // chatChunk is one streamed chat event (object chat.completion.chunk).
@@ -187,8 +251,10 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type chatLogprobs struct {
