@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// MaxSpeculativeTokens is the most draft tokens one step verifies (the device's MaxDraft
-// default; the verify step's matvec handles at most 16 rows).
-const MaxSpeculativeTokens = 8
+// MaxSpeculativeTokens is the most draft tokens one step verifies: the verify programs run
+// at most 16 rows (vLLM suggests 16-32 for suffix decoding; 15 is the most here).
+const MaxSpeculativeTokens = 15
 
 // Default n-gram sizes of the ngram drafter (vLLM's prompt_lookup_min / prompt_lookup_max).
 const (

@@ -113,8 +113,8 @@ func TestParseConfig(t *testing.T) {
 	}
 	bad := []struct{ js, msg string }{
 		{`{"method":"lookahead","num_speculative_tokens":4}`, "draft_model, eagle, eagle3, medusa, ngram"},
-		{`{"method":"ngram","num_speculative_tokens":0}`, "1..8"},
-		{`{"method":"ngram","num_speculative_tokens":9}`, "1..8"},
+		{`{"method":"ngram","num_speculative_tokens":0}`, "1..15"},
+		{`{"method":"ngram","num_speculative_tokens":16}`, "1..15"},
 		{`{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_min":3,"prompt_lookup_max":2}`, "prompt_lookup_min <= prompt_lookup_max"},
 		{`{"method":"draft_model","num_speculative_tokens":2}`, "needs a model"},
 		{`{"method":"eagle","num_speculative_tokens":2,"model":"x","prompt_lookup_max":2}`, "ngram options"},

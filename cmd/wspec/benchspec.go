@@ -35,7 +35,7 @@ type specBench struct {
 // specBenchRow is one drafter at one k and temperature over the prompt set.
 type specBenchRow struct {
 	Drafter     string  `json:"drafter"`
-	K           string  `json:"k"` // "1".."8" or "adaptive"
+	K           string  `json:"k"` // "1".."15" or "adaptive"
 	Temperature float32 `json:"temperature"`
 	Prompts     int     `json:"prompts"`
 	Tokens      int     `json:"tokens"` // generated, all prompts

@@ -31,7 +31,7 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	return &engineFlags{fs: fs,
 		model:   fs.String("model", "", "model: a Hugging Face folder or a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K); default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec"),
 		adapter: fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see wspec devices"),
-		dtype:   fs.String("dtype", "auto", "weight storage on the device: auto (f16 for an F16/BF16 checkpoint where the adapter has shader-f16, else f32), f32 or f16"),
+		dtype:   fs.String("dtype", "auto", "weight storage on the device: auto (f16 for an F16/BF16 checkpoint where the adapter has shader-f16, else f32), f32 or f16 (vLLM's half, float16, bfloat16, float, float32 too)"),
 		pages:   fs.Int("num-gpu-blocks-override", 0, "KV cache pages of 16 tokens (0: planned from the memory, see --kv-cache-memory); fewer make requests queue sooner"),
 		prefix: fs.Bool("enable-prefix-caching", true,
 			"keep the KV pages of prompts and outputs for later requests that start with the same tokens (chat turns, shared system prompts, n choices)"),
@@ -54,7 +54,14 @@ func (f *engineFlags) options() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, fmt.Errorf("--kv-cache-memory: %w", err)
 	}
-	return engine.Options{Adapter: *f.adapter, DType: *f.dtype, Pages: *f.pages, Speculative: sc,
+	dtype := *f.dtype
+	switch dtype { // vLLM's spellings
+	case "half", "float16", "bfloat16":
+		dtype = "f16" // a bf16 checkpoint is kept as f16 on the device
+	case "float", "float32":
+		dtype = "f32"
+	}
+	return engine.Options{Adapter: *f.adapter, DType: dtype, Pages: *f.pages, Speculative: sc,
 		NoPrefixCaching: !*f.prefix || *f.noPrefix, MaxModelLen: *f.maxLen, KVCacheMemory: kvMem,
 		GPUMemoryUtilization: *f.gpuUtil, KVCacheDType: *f.kvDType}, nil
 }

@@ -32,18 +32,30 @@ func runServe(args []string) error {
 	maxConns := fs.Int("max-connections", serve.DefaultMaxConnections, "open connections at most (one more is answered 503 and closed)")
 	bodyTimeout := fs.Duration("request-body-timeout", serve.DefaultBodyTimeout, "how long a request's body may take to arrive (slower: 408)")
 	noAccessLog := fs.Bool("disable-access-log", false, "do not log a line per request to stderr")
-	drain := fs.Duration("shutdown-timeout", serve.DefaultDrainTimeout, "on SIGTERM, how long running requests may finish before they are cancelled")
+	drainD := serve.DefaultDrainTimeout
+	drain := &drainD
+	fs.Var(secondsFlag{drain}, "shutdown-timeout", "on SIGTERM, how long running requests may finish before they are cancelled: seconds (30) or a duration (30s)")
+	vf := addVLLMFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: wspec serve [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics.\n\nflags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stderr, "usage: wspec serve [MODEL] [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics. MODEL (or --model) is a Hugging Face folder or a GGUF file. vLLM's serve flags are taken where they mean something on one device, and its harmless ones accepted with a note.\n\nflags:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(normalizeVLLM(args)); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (serve takes flags only)", fs.Arg(0))
+	switch {
+	case fs.NArg() > 1:
+		return fmt.Errorf("unexpected argument %q (serve takes one model, then flags)", fs.Arg(1))
+	case fs.NArg() == 1 && *ef.model != "" && filepath.Clean(*ef.model) != filepath.Clean(fs.Arg(0)):
+		return fmt.Errorf("two models: %s and --model %s", fs.Arg(0), *ef.model)
+	case fs.NArg() == 1:
+		*ef.model = fs.Arg(0)
 	}
 	eo, err := ef.options()
 	if err != nil {
+		return err
+	}
+	var sc serve.Config
+	if err := vf.apply(os.Stderr, *ef.model, &eo, &sc); err != nil {
 		return err
 	}
 	switch {
@@ -89,9 +101,13 @@ func runServe(args []string) error {
 		return err
 	}
 	defer e.Close()
-	sc := serve.Config{ModelName: *name, APIKey: *apiKey, MaxBodyBytes: *maxBody, DrainTimeout: *drain,
-		ChatTemplate: *chatTemplate, AllowedOrigins: allowed, Metrics: metrics, MaxConnections: *maxConns, BodyTimeout: *bodyTimeout}
-	if !*noAccessLog {
+	sc.ModelName, sc.APIKey, sc.MaxBodyBytes, sc.DrainTimeout = *name, *apiKey, *maxBody, *drain
+	sc.ChatTemplate, sc.AllowedOrigins, sc.Metrics, sc.MaxConnections, sc.BodyTimeout = *chatTemplate, allowed, metrics, *maxConns, *bodyTimeout
+	sc.Warnings = os.Stderr
+	if sc.Defaults, err = vf.generationDefaults(os.Stderr, e.Info().Dir); err != nil {
+		return err
+	}
+	if !*noAccessLog && !*vf.uvicornAccessLog {
 		sc.AccessLog = os.Stderr
 	}
 	s, err := serve.New(e, sc)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // Flags a user can get wrong are refused before any model loads.
@@ -29,7 +31,18 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--num-gpu-blocks-override", "-4"}, "num_gpu_blocks_override -4"},
 		{[]string{"-k", "3"}, "without --speculative-mode"},
 		{[]string{"--speculative-mode", "telepathy"}, "unknown method"},
-		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"one", "two"}, "unexpected argument"},
+		{[]string{"one", "--model", "two"}, "two models"},
+		{[]string{"--shutdown-timeout", "-1"}, "--shutdown-timeout"},
+		{[]string{"--tensor-parallel-size", "2"}, "one device"},
+		{[]string{"-tp", "4"}, "--tensor-parallel-size 4"},
+		{[]string{"--block-size", "32"}, "--block-size 32"},
+		{[]string{"--tool-call-parser", "nope"}, "hermes"},
+		{[]string{"--enable-auto-tool-choice"}, "needs --tool-call-parser"},
+		{[]string{"--reasoning-parser", "nope"}, "qwen3"},
+		{[]string{"--max-logprobs", "99"}, "--max-logprobs 99"},
+		{[]string{"--max-num-seqs", "0"}, "--max-num-seqs 0"},
+		{[]string{"--max-num-batched-tokens", "8", "--port", "0"}, "max_num_batched_tokens 8"},
 		{[]string{"--host", "256.0.0.1", "--port", "0"}, "256.0.0.1"},
 	} {
 		err := runServe(tc.args)
@@ -39,13 +52,20 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// `wspec serve` as users run it: SIGTERM during a streamed request stops the server from
-// accepting, the request completes or is cancelled within --shutdown-timeout (its stream
-// ending with [DONE] either way), and the process exits 0.
+// `wspec serve` as users run it, with vLLM's command line (the model first, vLLM's flags):
+// the harmless flags get a note, an unknown request field a warning; SIGTERM during a
+// streamed request stops the server from accepting, the request completes or is cancelled
+// within --shutdown-timeout (given in seconds, as vLLM takes it; its stream ending with
+// [DONE] either way), and the process exits 0.
 func TestServeSIGTERM(t *testing.T) {
 	bin := wspecBinary(t)
-	const bound = time.Second
-	cmd := exec.Command(bin, "serve", "--port", "0", "--speculative-mode", "ngram", "--shutdown-timeout", bound.String())
+	model, err := engine.DefaultModelDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", model, "--port", "0", "--speculative-mode", "ngram", "--shutdown-timeout", "1",
+		"--max-num-seqs", "4", "--seed", "0", "--tensor-parallel-size", "1", "--generation-config", "auto", "--trust-remote-code",
+		"--disable-log-requests", "--max-num-batched-tokens", "64")
 	cmd.Env = append(os.Environ(), "WSPEC_API_KEY=") // no key from the environment
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -68,10 +88,16 @@ func TestServeSIGTERM(t *testing.T) {
 	if url == "" {
 		t.Fatalf("the server never said where it listens:\n%s", log.String())
 	}
-	go io.Copy(io.Discard, stderr)
+	for _, note := range []string{"note: --tensor-parallel-size 1", "note: --trust-remote-code accepted and ignored", "note: --disable-log-requests"} {
+		if !strings.Contains(log.String(), note) {
+			t.Errorf("no %q in\n%s", note, log.String())
+		}
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(stderr); rest <- string(b) }()
 
 	resp, err := http.Post(url+"/v1/completions", "application/json",
-		strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 200, "temperature": 0, "stream": true}`))
+		strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 200, "temperature": 0, "stream": true, "best_of_luck": 1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +131,9 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Fatal("wspec serve still running after SIGTERM")
 	}
 	t.Logf("stream ended %v after SIGTERM (%s)", took.Round(time.Millisecond), map[bool]string{true: "completed", false: "cancelled"}[strings.Contains(last, "length")])
+	if w := <-rest; !strings.Contains(w, `ignoring unknown request fields "best_of_luck"`) {
+		t.Errorf("no warning of the unknown field in\n%s", w)
+	}
 	if _, err := http.Get(url + "/health"); err == nil {
 		t.Error("the server still answers after it exited")
 	}

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +80,15 @@ type Options struct {
 	KVCacheMemory        int64
 	GPUMemoryUtilization float64
 	KVCacheDType         string
+	// MaxNumSeqs bounds the sequences one step runs (vLLM's --max-num-seqs; 0: 16, at most
+	// MaxNumSeqsLimit), MaxNumBatchedTokens the rows (tokens of all sequences) of one step
+	// (vLLM's --max-num-batched-tokens; 0: 128, else 17..8192, at least MaxNumSeqs).
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
 }
+
+// MaxNumSeqsLimit is the most sequences a step can run: the rows the sampler takes a step.
+const MaxNumSeqsLimit = 64
 
 // Engine is a model on a device with its tokenizer and optional speculative method.
 //
@@ -142,6 +151,14 @@ func Load(dir string, o Options) (*Engine, error) {
 	if o.Pages < 0 {
 		return nil, invalid("num_gpu_blocks_override", "num_gpu_blocks_override %d: want 0 (the default) or more", o.Pages)
 	}
+	switch {
+	case o.MaxNumSeqs < 0 || o.MaxNumSeqs > MaxNumSeqsLimit:
+		return nil, invalid("max_num_seqs", "max_num_seqs %d: want 1..%d (0: %d)", o.MaxNumSeqs, MaxNumSeqsLimit, model.DefaultMaxSeqs)
+	case o.MaxNumBatchedTokens != 0 && (o.MaxNumBatchedTokens <= 16 || o.MaxNumBatchedTokens > 8192):
+		return nil, invalid("max_num_batched_tokens", "max_num_batched_tokens %d: want 17..8192 (0: 128)", o.MaxNumBatchedTokens)
+	case o.MaxNumBatchedTokens != 0 && o.MaxNumSeqs > o.MaxNumBatchedTokens:
+		return nil, invalid("max_num_batched_tokens", "max_num_batched_tokens %d is less than max_num_seqs %d: a step could not hold one token of each", o.MaxNumBatchedTokens, o.MaxNumSeqs)
+	}
 	var sc *spec.Config
 	if o.Speculative != nil {
 		c := *o.Speculative
@@ -203,7 +220,8 @@ func Load(dir string, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e.dtype = wt.String()
-	plan, kvType, err := planMemory(cfg, wm.Source, wt, e.dev, o, model.DefaultMaxSeqs, model.DefaultMaxDraft)
+	maxSeqs := cmp.Or(o.MaxNumSeqs, model.DefaultMaxSeqs)
+	plan, kvType, err := planMemory(cfg, wm.Source, wt, e.dev, o, maxSeqs, max(model.DefaultMaxDraft, e.k))
 	if err != nil {
 		e.release()
 		return nil, err
@@ -212,7 +230,8 @@ func Load(dir string, o Options) (*Engine, error) {
 	mcfg := *cfg
 	mcfg.MaxSeq = plan.MaxModelLen
 	e.cfg.MaxSeq = plan.MaxModelLen
-	mo := model.Options{Weights: wt, KVType: kvType, Pages: plan.Pages, FirstRun: o.FirstRun, Progress: o.Progress}
+	mo := model.Options{Weights: wt, KVType: kvType, Pages: plan.Pages, FirstRun: o.FirstRun, Progress: o.Progress,
+		MaxSeqs: maxSeqs, PrefillChunk: o.MaxNumBatchedTokens, MaxDraft: max(model.DefaultMaxDraft, e.k)}
 	if dck != nil {
 		neural.ModelOptions(&mo, dck.Needs())
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -76,7 +77,7 @@ func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightTyp
 	perLayer := int64(model.KVBytesPerToken(kvWidth, kvType)) // one layer's K (or V)
 	p.KVBytesPerToken = 2 * int64(cfg.NLayers) * perLayer
 	p.WeightBytes = weightBytes(cfg, src, wt)
-	p.ActivationBytes = activationBytes(cfg, maxSeqs)
+	p.ActivationBytes = activationBytes(cfg, maxSeqs, cmp.Or(o.MaxNumBatchedTokens, 128))
 	p.DeviceMemory, p.DeviceMemoryFrom = deviceMemory(d)
 	want := cfg.MaxSeq
 	switch u := o.GPUMemoryUtilization; {
@@ -244,10 +245,10 @@ func weightBytes(c *weights.Config, src weights.TensorSource, wt wgsl.WeightType
 	return n
 }
 
-// activationBytes bounds the step's activations and the sampler's buffers (model.Options'
-// defaults: 128 rows, 64 sampled rows).
-func activationBytes(c *weights.Config, maxSeqs int) int64 {
-	const rows, logitRows = 128, 64
+// activationBytes bounds the step's activations and the sampler's buffers (rows a step:
+// model.Options' default 128 or --max-num-batched-tokens; 64 sampled rows).
+func activationBytes(c *weights.Config, maxSeqs, rows int) int64 {
+	const logitRows = 64
 	q, kv := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
 	act := int64(rows * (c.Dim + q + 2*kv + q + 2*c.HiddenDim))
 	sampler := int64(2 * logitRows * c.Vocab)

@@ -67,7 +67,7 @@
 //
 // Per-request speculation, wspec's extension field:
 // "speculative": {"num_speculative_tokens": k, "fixed": false}. k 0 turns speculation off for
-// the request; 1..8 drafts at most k tokens a step (never more than the server's -k); absent
+// the request; 1..15 drafts at most k tokens a step (never more than the server's -k); absent
 // keeps the server's. By default the scheduler drafts only as far as drafts pay under the load
 // of the moment; "fixed": true drafts k every step.
 //

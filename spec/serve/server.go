@@ -71,6 +71,12 @@ type Config struct {
 	Defaults SamplingDefaults
 	// Warnings, when set, gets a line for each request field the server ignored.
 	Warnings io.Writer
+	// Seed, when set, seeds the seeds of requests that set none (vLLM's --seed): the same
+	// requests in the same order give the same outputs. Unset, each is random.
+	Seed *uint64
+	// MaxLogprobs bounds logprobs and top_logprobs (vLLM's --max-logprobs; 0: the engine's
+	// bound, engine.MaxTopLogprobs).
+	MaxLogprobs int
 }
 
 // SamplingDefaults are sampling settings a request gets where it does not set them (nil:
@@ -92,6 +98,7 @@ type Server struct {
 	metrics *Metrics
 	created int64
 	keyHash [32]byte
+	seeds   *seeder
 
 	draining atomic.Bool     // Serve was told to stop: new requests get a 503
 	active   atomic.Int64    // requests being handled
@@ -124,7 +131,10 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	tok := e.Tokenizer()
 	s := &Server{cfg: c, e: e, tok: tok, name: c.ModelName, dir: info.Dir, maxSeq: info.Config.MaxSeq,
 		metrics: c.Metrics,
-		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey))}
+		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey)), seeds: newSeeder(c.Seed)}
+	if c.MaxLogprobs < 0 || c.MaxLogprobs > engine.MaxTopLogprobs {
+		return nil, fmt.Errorf("max logprobs %d: want 0..%d", c.MaxLogprobs, engine.MaxTopLogprobs)
+	}
 	s.hardStop, s.stopAll = context.WithCancel(context.Background())
 	src, origin, err := info.ChatTemplate, "the GGUF file's tokenizer.chat_template", error(nil)
 	if c.ChatTemplate != "" || info.ChatTemplate == "" {

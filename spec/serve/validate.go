@@ -39,6 +39,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		return nil, nil, modelNotFound(f.Model, s.name)
 	}
 	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam, params: map[string]string{}}
+	s.cfg.Defaults.apply(f)
 	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens,
 		MinTokens: f.MinTokens, IncludeStopStr: f.IncludeStopStrInOutput,
 		KeepSpecialTokens:    f.SkipSpecialTokens != nil && !*f.SkipSpecialTokens,
@@ -83,7 +84,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 	if f.Seed != nil {
 		o.Seed = uint64(*f.Seed)
 	} else {
-		o.Seed = rand64() // unseeded requests differ
+		o.Seed = s.seeds.next() // unseeded requests differ (unless the server has a --seed)
 	}
 	if f.Stop != nil {
 		o.Stop = *f.Stop
@@ -122,6 +123,13 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 // prepare validates o and tokenizes each prompt (through the engine, once), and checks that
 // prompt and max_tokens fit the context as OpenAI's API does.
 func (s *Server) prepare(rq *request, prompts []engine.Prompt, o *engine.GenerateOptions) error {
+	if m := s.cfg.MaxLogprobs; m > 0 && o.TopLogprobs > m {
+		param := "top_logprobs"
+		if p, ok := rq.params[param]; ok {
+			param = p
+		}
+		return invalid(param, codeInvalidValue, "%s %d: this server returns at most %d (--max-logprobs)", param, o.TopLogprobs, m)
+	}
 	for _, p := range prompts {
 		r, err := s.e.NewRequest(p, *o)
 		if err != nil {

@@ -61,7 +61,7 @@ type streamOptions struct {
 }
 
 // speculativeField is the request's extension field "speculative": num_speculative_tokens
-// 0 turns speculation off for the request, k in 1..8 drafts at most k tokens a step (at most
+// 0 turns speculation off for the request, k in 1..15 drafts at most k tokens a step (at most
 // the server's k); fixed drafts exactly that many every step instead of as far as they pay.
 type speculativeField struct {
 	NumSpeculativeTokens *int `json:"num_speculative_tokens"`
