@@ -24,7 +24,9 @@ const zodJS = "zod@3"
 
 // The official OpenAI JavaScript SDK raises NotFoundError for a model the server does not
 // serve (completions and chat), and serves a completion with vLLM's ignore_eos and min_tokens
-// and a prompt of token ids. (The tag oracle: it installs the SDK from npm's registry, as the
+// and a prompt of token ids; structured outputs through parse() with a zod schema; tool calls
+// forced by tool_choice "required" and a named function, whole and streamed, with arguments
+// the tool's zod schema accepts; a history with tool calls and results. (The tag oracle: it installs the SDK from npm's registry, as the
 // llama.cpp comparison does; CI runs it in its long tier.)
 func TestOpenAIJSSDK(t *testing.T) {
 	dir := filepath.Join(home.Default(), "sdk-js")
@@ -60,6 +62,12 @@ func TestOpenAIJSSDK(t *testing.T) {
 		Parsed                                       int
 		ParseErrors                                  []string
 		JSONObject, JSONObjectFinish, Choice, Regex  string
+		Tools                                        []struct {
+			Name, Finish, ID, Args string
+			Seed, Calls            int
+			Streamed, Valid        bool
+		}
+		HistoryFinish string
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -92,5 +100,17 @@ func TestOpenAIJSSDK(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^[a-z]{3,8} [0-9]{2}$`).MatchString(got.Regex) {
 		t.Errorf("regex: %q", got.Regex)
+	}
+	// Forced tool calls: each a call whose arguments the tool's zod schema accepts.
+	if len(got.Tools) != 8 {
+		t.Errorf("tool calls: %d results, want 8", len(got.Tools))
+	}
+	for _, c := range got.Tools {
+		if c.Finish != "tool_calls" || c.Calls != 1 || !c.Valid || c.ID == "" {
+			t.Errorf("tool_choice %s (seed %d, streamed %v): finish %s, %d calls, valid %v, id %q: %s", c.Name, c.Seed, c.Streamed, c.Finish, c.Calls, c.Valid, c.ID, c.Args)
+		}
+	}
+	if got.HistoryFinish == "" {
+		t.Error("a history with tool calls and results got no reply")
 	}
 }

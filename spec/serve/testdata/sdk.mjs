@@ -1,7 +1,7 @@
 // sdk.mjs BASE_URL API_KEY MODEL PROMPT_IDS_JSON: the official OpenAI JavaScript SDK against
 // wspec serve. Prints one JSON object of what it saw.
 import OpenAI, { NotFoundError } from 'openai';
-import { zodResponseFormat } from 'openai/helpers/zod';
+import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 
 const [baseURL, apiKey, model, ids] = process.argv.slice(2);
@@ -57,4 +57,32 @@ const ch = await client.completions.create({ model, prompt: 'The cat was', max_t
 out.choice = ch.choices[0].text;
 const rx = await client.completions.create({ model, prompt: 'The cat was', max_tokens: 16, structured_outputs: { regex: '[a-z]{3,8} [0-9]{2}' } });
 out.regex = rx.choices[0].text;
+// Tool calls: tool_choice "required" and a named function, whole (parse() reads the
+// arguments with the tool's zod schema) and streamed (the SDK's stream helper joins the
+// deltas); then a history with the assistant's calls and the tool's results.
+const Weather = z.object({ city: z.enum(['Paris', 'Rome', 'Oslo']), days: z.number().int().min(1).max(7) });
+const tools = [zodFunction({ name: 'get_weather', parameters: Weather, description: 'The weather in a city' })];
+const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
+out.tools = [];
+for (const [name, toolChoice] of [['required', 'required'], ['named', { type: 'function', function: { name: 'get_weather' } }]]) {
+  for (const seed of [1, 2, 3]) {
+    const c = await client.chat.completions.parse({ model, messages: ask, tools, tool_choice: toolChoice, parallel_tool_calls: false, temperature: 1, seed, max_tokens: 200 });
+    const m = c.choices[0].message;
+    const call = m.tool_calls?.[0];
+    out.tools.push({ name, seed, streamed: false, finish: c.choices[0].finish_reason, calls: m.tool_calls?.length ?? 0,
+      id: call?.id ?? '', valid: Weather.safeParse(call?.function?.parsed_arguments).success, args: call?.function?.arguments ?? m.content });
+  }
+  const stream = client.chat.completions.stream({ model, messages: ask, tools, tool_choice: toolChoice, parallel_tool_calls: false, temperature: 1, seed: 7, max_tokens: 200 });
+  const c = await stream.finalChatCompletion();
+  const m = c.choices[0].message;
+  const call = m.tool_calls?.[0];
+  out.tools.push({ name, seed: 7, streamed: true, finish: c.choices[0].finish_reason, calls: m.tool_calls?.length ?? 0,
+    id: call?.id ?? '', valid: Weather.safeParse(call?.function?.parsed_arguments).success, args: call?.function?.arguments ?? m.content });
+}
+const history = await client.chat.completions.create({
+  model, tools, tool_choice: 'none', max_tokens: 8, messages: [...ask,
+    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","days":1}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21 C' }],
+});
+out.historyFinish = history.choices[0].finish_reason;
 console.log(JSON.stringify(out));
