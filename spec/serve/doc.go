@@ -11,9 +11,13 @@
 // prints a warning), --port (8000; 0 picks a free one, printed when ready), --api-key (or
 // $WSPEC_API_KEY: "Authorization: Bearer KEY" is then required on /v1/*; /health, /metrics,
 // /version, /tokenize and /detokenize stay open), --served-model-name (default: the model
-// folder's name), --chat-template (a file or the template itself), --shutdown-timeout (30s),
-// --num-gpu-blocks-override (KV pages of 16 tokens), --enable-prefix-caching (the default) or
-// --no-enable-prefix-caching, and generate's --model, --adapter, --dtype and speculative flags.
+// folder's name), --chat-template (a file or the template itself), --shutdown-timeout (30, in
+// seconds, or a duration), --num-gpu-blocks-override (KV pages of 16 tokens),
+// --enable-prefix-caching (the default) or --no-enable-prefix-caching, and generate's --model
+// (or the model as the first argument), --adapter, --dtype and speculative flags. vLLM's
+// --max-num-seqs, --max-num-batched-tokens, --seed, --generation-config, --max-logprobs,
+// --enable-auto-tool-choice, --tool-call-parser and --reasoning-parser are applied; its harmless
+// flags are accepted with a note (docs/serving.md lists them).
 // --max-request-bytes (2 MiB) bounds a request body, --request-body-timeout (30s) the time it
 // may take to arrive (a slower one gets a 408), --max-connections (512) the open connections
 // (one more gets a 503 and is closed). --allowed-origins names the web origins that may call
@@ -37,17 +41,21 @@
 //     return_token_strs; tokens).
 //   - GET /health (200, or 503 while draining), GET /version, GET /metrics.
 //
-// finish_reason is "stop" (EOS or a stop string) or "length" (max_tokens, or the end of the
-// model's context); a request whose client went away gets no reply.
+// finish_reason is "stop" (EOS or a stop string), "length" (max_tokens, or the end of the
+// model's context) or, for a chat reply with tool calls, "tool_calls"; a request whose client
+// went away gets no reply.
 //
 // # Request fields
 //
 // model (absent means the served one); prompt (a string, a list of strings, a list of token
-// ids or a list of them); messages (roles system, developer, user, assistant; content a string
-// or text parts); max_tokens / max_completion_tokens (the latter wins; completions default to
+// ids or a list of them); messages (roles system, developer, user, assistant, tool; content a
+// string or text parts; an assistant's tool_calls and reasoning_content, a tool's
+// tool_call_id); max_tokens / max_completion_tokens (the latter wins; completions default to
 // 16, chat to the rest of the context; prompt + max_tokens must fit the context); temperature
 // (>= 0, default 1; 0 is greedy); top_p in [0, 1] (0: the likeliest token alone); top_k (-1 or
-// 0: off); min_p; seed (absent: a random one); n (1..16; the choices run concurrently, choice
+// 0: off); min_p (unset, these four and repetition_penalty come from the
+// model's generation_config.json: Config.Defaults); seed (absent: a random one, or the next
+// from --seed); n (1..16; the choices run concurrently, choice
 // i with its own random stream); stop (a string or up to 16, each 1..256 bytes, matched across
 // token boundaries and cut from the text); logprobs (chat: a boolean with top_logprobs 0..20;
 // completions: 0..20); presence_penalty and frequency_penalty (-2..2); repetition_penalty (> 0,
@@ -56,10 +64,13 @@
 // include_stop_str_in_output, skip_special_tokens and spaces_between_special_tokens (both
 // default true); stream, stream_options. All of them hold with speculation on: the rejection
 // sampler applies every logits processor to the target's distribution of every verified row.
-// user, and chat's store, metadata, prompt_cache_key, safety_identifier,
-// parallel_tool_calls and service_tier are accepted and ignored; echo, suffix, best_of other
-// than n, tools and content parts other than text are refused; any other field is an error (a
-// misspelt "temprature" is not silently ignored).
+// Chat's tools, tool_choice and parallel_tool_calls (tools.go: "required" and named choices
+// are forced through structured outputs; "auto" needs Config.ToolCallParser and
+// EnableAutoToolChoice), chat_template_kwargs, reasoning_effort, documents,
+// add_generation_prompt and continue_final_message (passed to the chat template). user, and
+// chat's store, metadata, prompt_cache_key, safety_identifier and service_tier are accepted and
+// ignored; echo, suffix, best_of other than n and content parts other than text are refused;
+// any other top-level field is ignored with a line to Config.Warnings, as vLLM ignores it.
 //
 // Structured outputs (structured.go; docs/serving.md): response_format (json_object,
 // json_schema), structured_outputs (json, regex, choice, grammar, json_object) and the guided_*
@@ -79,7 +90,7 @@
 // the prompt, once), whose errors name their parameter (*engine.InvalidError,
 // *engine.PromptTooLongError) and are mapped to OpenAI's error object by type:
 // {"error": {"message", "type", "param", "code"}}. 400 invalid_request_error for every
-// invalid request (bad JSON or UTF-8, unknown or mistyped fields, values out of range, a
+// invalid request (bad JSON or UTF-8, mistyped fields, values out of range, a
 // prompt or max_tokens beyond the context: context_length_exceeded, an unknown model), 401
 // authentication_error for a missing or wrong key, 413 for a body over the limit, 404 and 405
 // for unknown routes and methods, 503 while draining. An error after a stream has started
@@ -89,8 +100,9 @@
 //
 // From --chat-template, else the model's tokenizer_config.json chat_template (a string, or
 // the list entry named "default"), else chat_template.jinja, rendered as Hugging Face's
-// apply_chat_template renders it (gonja, trim_blocks and lstrip_blocks, bos_token, eos_token,
-// raise_exception, add_generation_prompt true; templates cannot include files). A BOS the
+// apply_chat_template renders it (weights/chat: trim_blocks and lstrip_blocks, transformers'
+// tojson, bos_token, eos_token, raise_exception, strftime_now, tools, documents and the
+// request's template variables; templates cannot include files). A BOS the
 // template writes first is dropped, since the tokenizer adds one. A model without a template
 // (stories15M) gets system and developer messages as paragraphs, every other message as
 // "Role: content" on its own line, then "Assistant:".
