@@ -26,7 +26,7 @@ func TestGenerateFlags(t *testing.T) {
 		{[]string{"--speculative-config", `{"method":"ngram","num_speculative_tokens":2}`, "--draft-model", "/x", "hi"}, "conflicts with --speculative-config"},
 		{[]string{"--speculative-config", `{"method":"ngram","nope":1}`, "hi"}, "unknown field"},
 		{[]string{"--speculative-mode", "ngram", "-k", "0", "hi"}, "num_speculative_tokens 0"},
-		{[]string{"--speculative-mode", "ngram", "-k", "9", "hi"}, "num_speculative_tokens 9"},
+		{[]string{"--speculative-mode", "ngram", "-k", "16", "hi"}, "num_speculative_tokens 16"},
 		{[]string{"--speculative-mode", "telepathy", "hi"}, "unknown method"},
 		{[]string{"--max-tokens", "-3", "hi"}, "max_tokens -3"},
 		{[]string{"--temperature", "-1", "hi"}, "temperature"},
