@@ -10,8 +10,8 @@ import (
 	"github.com/wspec/wspec/weights/synth"
 )
 
-// runSynth writes a random-weight checkpoint in a real model's shape (for tests and
-// benchmarks at real sizes).
+// runSynth writes a random-weight checkpoint in a real model's shape, or inflates a small
+// model to a real size (for tests and benchmarks at real sizes).
 func runSynth(args []string) error {
 	fs := pflag.NewFlagSet("synth", pflag.ContinueOnError)
 	shape := fs.String("shape", "llama-3.2-1b", "the model shape: "+strings.Join(synth.Names(), ", "))
@@ -20,13 +20,26 @@ func runSynth(args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	tok := fs.String("tokenizer", "", "a tokenizer.json to copy (default: a byte-level one)")
 	maxLen := fs.Int("max-position-embeddings", 0, "the context config.json gives (0: the shape's)")
+	inflate := fs.String("inflate", "", "a small Llama-family Hugging Face folder to inflate (instead of random weights)")
+	var size synth.Size
+	fs.IntVar(&size.Hidden, "hidden", 1536, "with --inflate: the hidden size")
+	fs.IntVar(&size.Heads, "heads", 32, "with --inflate: the attention heads (of the small model's head size)")
+	fs.IntVar(&size.Intermediate, "intermediate", 8192, "with --inflate: the MLP's width")
+	fs.IntVar(&size.Layers, "layers", 22, "with --inflate: the layers")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: wspec synth --shape NAME --out DIR [--dtype f16] [--seed S] [--tokenizer FILE]\n\n"+
+		fmt.Fprintf(os.Stderr, "usage: wspec synth --shape NAME --out DIR [--dtype f16] [--seed S] [--tokenizer FILE]\n"+
+			"       wspec synth --inflate SMALL --out DIR [--hidden 1536 --heads 32 --intermediate 8192 --layers 22] [--dtype f16]\n\n"+
 			"Writes a checkpoint with random weights in the shape of a real model (there are no real weights to\n"+
-			"download here), scaled so that greedy text is not a tie of near-equal tokens.\n\nflags:\n%s", fs.FlagUsages())
+			"download here), scaled so that greedy text is not a tie of near-equal tokens. With --inflate, a small\n"+
+			"model padded to a real size that computes the same function: its text, and its drafters' acceptance,\n"+
+			"are the small model's, its step costs what a real model's of that size costs (the default size from\n"+
+			"stories15M is about 1.1B parameters).\n\nflags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *inflate != "" {
+		return runInflate(*inflate, *out, *dtype, size)
 	}
 	cfg, ok := synth.Shapes[*shape]
 	switch {
@@ -48,5 +61,23 @@ func runSynth(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+	return nil
+}
+
+// runInflate writes the small model inflated to size into out.
+func runInflate(small, out, dtype string, size synth.Size) error {
+	dt := weights.DType(strings.ToUpper(dtype))
+	switch {
+	case out == "":
+		return fmt.Errorf("--out is required")
+	case dt != weights.F16 && dt != weights.BF16 && dt != weights.F32:
+		return fmt.Errorf("--dtype %q: want f16, bf16 or f32", dtype)
+	}
+	fmt.Fprintf(os.Stderr, "inflating %s to hidden %d, %d heads, intermediate %d, %d layers (%s) into %s ...\n",
+		small, size.Hidden, size.Heads, size.Intermediate, size.Layers, dt, out)
+	if err := synth.WriteInflated(out, small, size, synth.Options{DType: dt}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", out)
 	return nil
 }

@@ -1,6 +1,7 @@
-// Package synth writes random-weight checkpoints in the shapes of real models (Llama-3.2-1B,
-// Llama-3.1-8B, Qwen2.5-0.5B, ...) as Hugging Face folders, for tests and benchmarks at real
-// sizes where no weights can be downloaded. The weights are scaled so that the logits are
+// Package synth writes checkpoints at real models' sizes, for tests and benchmarks where no
+// weights can be downloaded: random weights in the shapes of real models (Llama-3.2-1B,
+// Llama-3.1-8B, Qwen2.5-0.5B, ...; Write), or a small trained model inflated to a real size
+// that computes the same function (Inflate, WriteInflated), as Hugging Face folders. The weights are scaled so that the logits are
 // peaked (greedy text is not a tie of near-equal tokens), and written shard by shard with a
 // model.safetensors.index.json, never the whole model in memory.
 package synth
@@ -81,13 +82,16 @@ func Write(dir string, cfg weights.Config, o Options) error {
 		if err := writeTokenizer(tmp, cfg, o.Tokenizer); err != nil {
 			return err
 		}
-		return writeShards(tmp, cfg, o)
+		rng := rand.New(rand.NewPCG(o.Seed, 0x5EED))
+		return writeShards(tmp, cfg, o, func(sp weights.TensorSpec, n int) ([]float32, error) {
+			return values(rng, sp, cfg, n), nil
+		})
 	})
 }
 
-// writeShards writes the tensors in file order, a shard at a time.
-func writeShards(dir string, cfg weights.Config, o Options) error {
-	rng := rand.New(rand.NewPCG(o.Seed, 0x5EED))
+// writeShards writes cfg's tensors in file order, a shard at a time, each tensor's values
+// from value (n is its element count).
+func writeShards(dir string, cfg weights.Config, o Options, value func(sp weights.TensorSpec, n int) ([]float32, error)) error {
 	elem := int64(o.DType.Size())
 	specs := cfg.ExpectedTensors()
 	weightMap := map[string]string{}
@@ -119,7 +123,10 @@ func writeShards(dir string, cfg weights.Config, o Options) error {
 				return err
 			}
 		}
-		v := values(rng, sp, cfg, n)
+		v, err := value(sp, n)
+		if err != nil {
+			return err
+		}
 		var t weights.Tensor
 		switch o.DType {
 		case weights.F32:
