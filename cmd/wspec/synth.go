@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/spec/drafters"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/synth"
 )
@@ -26,6 +28,7 @@ func runSynth(args []string) error {
 	fs.IntVar(&size.Heads, "heads", 32, "with --inflate: the attention heads (of the small model's head size)")
 	fs.IntVar(&size.Intermediate, "intermediate", 8192, "with --inflate: the MLP's width")
 	fs.IntVar(&size.Layers, "layers", 22, "with --inflate: the layers")
+	draftersOut := fs.String("drafters-out", "", "with --inflate of the default model: also inflate its shipped drafters (medusa, eagle, eagle3) into this folder")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec synth --shape NAME --out DIR [--dtype f16] [--seed S] [--tokenizer FILE]\n"+
 			"       wspec synth --inflate SMALL --out DIR [--hidden 1536 --heads 32 --intermediate 8192 --layers 22] [--dtype f16]\n\n"+
@@ -39,7 +42,7 @@ func runSynth(args []string) error {
 		return err
 	}
 	if *inflate != "" {
-		return runInflate(*inflate, *out, *dtype, size)
+		return runInflate(*inflate, *out, *dtype, size, *draftersOut)
 	}
 	cfg, ok := synth.Shapes[*shape]
 	switch {
@@ -64,8 +67,9 @@ func runSynth(args []string) error {
 	return nil
 }
 
-// runInflate writes the small model inflated to size into out.
-func runInflate(small, out, dtype string, size synth.Size) error {
+// runInflate writes the small model inflated to size into out, and when draftersOut is set
+// the default model's shipped heads inflated for it into draftersOut/METHOD.
+func runInflate(small, out, dtype string, size synth.Size, draftersOut string) error {
 	dt := weights.DType(strings.ToUpper(dtype))
 	switch {
 	case out == "":
@@ -75,9 +79,51 @@ func runInflate(small, out, dtype string, size synth.Size) error {
 	}
 	fmt.Fprintf(os.Stderr, "inflating %s to hidden %d, %d heads, intermediate %d, %d layers (%s) into %s ...\n",
 		small, size.Hidden, size.Heads, size.Intermediate, size.Layers, dt, out)
+	if draftersOut != "" {
+		if _, err := os.Stat(draftersOut); err == nil {
+			return fmt.Errorf("--drafters-out %s: already exists", draftersOut)
+		}
+		if err := checkShippedTarget(small); err != nil {
+			return err
+		}
+	}
 	if err := synth.WriteInflated(out, small, size, synth.Options{DType: dt}); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", out)
+	if draftersOut == "" {
+		return nil
+	}
+	if err := os.MkdirAll(draftersOut, 0o755); err != nil {
+		return err
+	}
+	for _, method := range []string{"medusa", "eagle", "eagle3"} {
+		dir, err := drafters.Dir(method)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(draftersOut, method)
+		if err := synth.WriteInflatedDrafter(to, method, dir, small, size, dt); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s (use it with --speculative-mode %s --draft-model %s; the draft model is %s itself)\n", to, method, to, small)
+	}
+	return nil
+}
+
+// checkShippedTarget says whether small is the model the shipped drafters were trained for.
+func checkShippedTarget(small string) error {
+	m, err := weights.OpenWeights(small)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	dir, err := drafters.Dir("eagle3")
+	if err != nil {
+		return err
+	}
+	if err := weights.CheckTargetModel(dir, m); err != nil {
+		return fmt.Errorf("--drafters-out: the shipped drafters are %s's: %w", drafters.Model, err)
+	}
 	return nil
 }
