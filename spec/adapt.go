@@ -45,17 +45,29 @@ func (a *Acceptance) Record(nDraft, accepted int) {
 	}
 }
 
+// acceptancePrior is what a position's prior is worth, in drafts.
+const acceptancePrior = 2
+
 // Rate is the estimated chance that draft j (0-based) is accepted given the ones before it
-// were, with a prior of one half worth two drafts.
+// were. Each position's counts start from a prior worth acceptancePrior drafts: one half for
+// the first, the position before's rate for the others. A position the plan has not tried
+// yet so takes the rate of the ones it did: a prior of one half for every position would make
+// the chance of a long run look small until it was tried, and a plan that never tries it
+// would never learn otherwise (a drafter that is always right stayed at 2-3 drafts a step).
 func (a *Acceptance) Rate(j int) float64 {
-	return (a.accepted[j] + 1) / (a.proposed[j] + 2)
+	r := 0.5
+	for i := 0; i <= j; i++ {
+		r = (a.accepted[i] + acceptancePrior*r) / (a.proposed[i] + acceptancePrior)
+	}
+	return r
 }
 
 // Chain is the chance that drafts 0..j are all accepted.
 func (a *Acceptance) Chain(j int) float64 {
-	p := 1.0
+	p, r := 1.0, 0.5
 	for i := 0; i <= j; i++ {
-		p *= a.Rate(i)
+		r = (a.accepted[i] + acceptancePrior*r) / (a.proposed[i] + acceptancePrior)
+		p *= r
 	}
 	return p
 }

@@ -242,3 +242,37 @@ func TestPlanCountsPromptRows(t *testing.T) {
 		t.Errorf("8 good drafters alone (8 rows of padding to 16): no drafts")
 	}
 }
+
+// A drafter that is always right, on a memory-bound target (the inflated 1.1B model on
+// lavapipe: a step of one row 300 ms, each row more 80 ms, blocks of 2, 3, 5, 9 and 16 rows;
+// a draft model's 10 ms a token): starting from nothing learnt, the plan grows to the most
+// drafts allowed within a few steps, and the acceptance stays learnt for the positions it
+// reached. Untried positions take the tried ones' rate (with a flat prior of one half they
+// looked unlikely, were never tried, and the plan stayed at 2-3 drafts).
+func TestPlanLearnsALongRun(t *testing.T) {
+	c := NewCostModel(300*ms, 80*ms)
+	c.SetBlocking(lavapipeBlocks)
+	c.ObserveDraft(1, 15*ms)
+	c.ObserveDraft(4, 45*ms)
+	var acc Acceptance
+	k := 0
+	for step := range 30 {
+		k = c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, func(int) bool { return true })[0]
+		acc.Record(k, k) // every draft accepted
+		if step == 29 && k != 8 {
+			t.Errorf("after %d steps the plan drafts %d, want 8", step+1, k)
+		}
+	}
+	if r := acc.Rate(7); r < 0.9 {
+		t.Errorf("position 8's rate %.2f after every draft was accepted", r)
+	}
+	// A drafter that is never right stops drafting but for probes.
+	var bad Acceptance
+	for range 30 {
+		k = c.Plan([]PlanSeq{{Acc: &bad, MaxK: 8}}, 1, 0, nil)[0]
+		bad.Record(max(k, 1), 0)
+	}
+	if k != 0 {
+		t.Errorf("a drafter never right: %d drafts", k)
+	}
+}
