@@ -62,6 +62,20 @@ func (a *Acceptance) Rate(j int) float64 {
 	return r
 }
 
+// Seed starts a with what from has learnt, worth at most weight drafts at the first position
+// (every count scaled alike): a new sequence of an engine whose drafter has been measured
+// starts from that, not from nothing, and its own steps soon outweigh it.
+func (a *Acceptance) Seed(from *Acceptance, weight float64) {
+	*a = Acceptance{}
+	if from.proposed[0] <= 0 {
+		return
+	}
+	f := min(1, weight/from.proposed[0])
+	for j := range a.proposed {
+		a.proposed[j], a.accepted[j] = from.proposed[j]*f, from.accepted[j]*f
+	}
+}
+
 // Chain is the chance that drafts 0..j are all accepted.
 func (a *Acceptance) Chain(j int) float64 {
 	p, r := 1.0, 0.5

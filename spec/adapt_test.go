@@ -276,3 +276,32 @@ func TestPlanLearnsALongRun(t *testing.T) {
 		t.Errorf("a drafter never right: %d drafts", k)
 	}
 }
+
+// A new sequence seeded with what the engine's earlier sequences learnt plans long runs from
+// its first step, and its own record soon outweighs the seed.
+func TestAcceptanceSeed(t *testing.T) {
+	c := NewCostModel(300*ms, 80*ms)
+	c.SetBlocking(lavapipeBlocks)
+	var engine, fresh, seeded Acceptance
+	for range 40 {
+		engine.Record(8, 8)
+	}
+	seeded.Seed(&engine, 8)
+	plan := func(a *Acceptance) int { return c.Plan([]PlanSeq{{Acc: a, MaxK: 8}}, 1, 0, nil)[0] }
+	if k, k0 := plan(&seeded), plan(&fresh); k != 8 || k0 >= 8 {
+		t.Errorf("first step: seeded %d drafts, fresh %d", k, k0)
+	}
+	if seeded.proposed[0] > 8.001 || seeded.Rate(3) < 0.85 {
+		t.Errorf("the seed is worth %.1f drafts, rate %.2f", seeded.proposed[0], seeded.Rate(3))
+	}
+	for range 30 {
+		seeded.Record(1, 0) // this sequence's first drafts are never right
+	}
+	if k := plan(&seeded); k != 0 {
+		t.Errorf("after 30 rejections: %d drafts", k)
+	}
+	fresh.Seed(&Acceptance{}, 8) // an engine that has learnt nothing gives nothing
+	if fresh != (Acceptance{}) {
+		t.Errorf("seeded from nothing: %+v", fresh)
+	}
+}

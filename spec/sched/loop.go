@@ -23,6 +23,10 @@ type seqState struct {
 	decoding bool // it feeds its last token (and drafts), rather than a prompt chunk
 }
 
+// seedAcceptance is what the drafter's acceptance across sequences is worth to a new
+// sequence, in drafts at the first position.
+const seedAcceptance = 8
+
 // probeEvery is how many steps without drafts a sequence waits before drafting one token
 // anyway, so that its acceptance is still measured when the plan stops drafting. While the
 // plan keeps choosing no drafts after a probe, the wait doubles, up to probeMax, so that a
@@ -142,6 +146,7 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 			break
 		}
 		st := &seqState{seq: pool.NewSequence()}
+		st.acc.Seed(&s.acc, seedAcceptance)
 		st.fed = st.seq.MatchPrefix(j.ctx, len(j.ctx)-1)
 		if j.kept != nil {
 			st.drafter, j.kept = j.kept, nil

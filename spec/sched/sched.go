@@ -100,6 +100,9 @@ type Scheduler struct {
 	pool   *kv.PagePool
 	method spec.Method // nil: no speculation
 	o      Options
+	// acc is what the drafter's drafts have been worth across sequences (the loop's): a new
+	// sequence's acceptance starts from it.
+	acc spec.Acceptance
 
 	do      chan func()
 	wake    chan struct{} // a job was submitted

@@ -84,6 +84,7 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 		seq.seq.Truncate(before + 1 + accepted)
 		j.res.Metrics.Count(st.NDraft, accepted)
 		seq.acc.Record(st.NDraft, accepted)
+		s.acc.Record(st.NDraft, accepted)
 		info.Drafts += st.NDraft
 		info.Accepted += accepted
 		for len(info.AcceptedAt) < st.NDraft {
