@@ -32,8 +32,7 @@ func captured(t *testing.T, f func() error) (stdout, stderr string, err error) {
 	return stdout, stderr, err
 }
 
-// On the default model: output cut by the end of the context says so on stderr; and
-// --speculative-mode alone uses the repository's drafter, with the same greedy text.
+// On the default model: output cut by the end of the context says so on stderr.
 func TestGenerateRuns(t *testing.T) {
 	// a long, repetitive prompt: the model keeps repeating it to the end of its 256 positions
 	long := strings.Repeat("The cat sat on the mat. ", 30)
@@ -43,21 +42,5 @@ func TestGenerateRuns(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "reached the end of the model's context") || !strings.HasPrefix(out, long) {
 		t.Errorf("a run to the end of the context did not say so:\n%s", errOut)
-	}
-	const prompt = "Ben had a red kite."
-	plain, _, err := captured(t, func() error { return runGenerate([]string{"--max-tokens", "24", prompt}) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mode := range []string{"eagle3"} { // the other heads: spec/engine's TestShippedDrafters
-		out, errOut, err = captured(t, func() error {
-			return runGenerate([]string{"--max-tokens", "24", "--speculative-mode", mode, prompt})
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
-		if out != plain || !strings.Contains(errOut, "speculation:") {
-			t.Errorf("--speculative-mode %s: %q (stderr %q), plain %q", mode, out, errOut, plain)
-		}
 	}
 }
