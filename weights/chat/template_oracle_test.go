@@ -92,7 +92,17 @@ func TestTemplatesAgainstJinja2(t *testing.T) {
 		}
 	}
 	in, _ := json.Marshal(jobs)
-	cmd := exec.Command("python3", "testdata/render.py")
+	python := ""
+	for _, py := range []string{"python3", "/usr/bin/python3"} { // Debian's has python3-jinja2
+		if exec.Command(py, "-c", "import jinja2").Run() == nil {
+			python = py
+			break
+		}
+	}
+	if python == "" {
+		t.Fatal("no python3 with jinja2 (Debian: apt install python3-jinja2)")
+	}
+	cmd := exec.Command(python, "testdata/render.py")
 	cmd.Stdin = bytes.NewReader(in)
 	out, err := cmd.Output()
 	if err != nil {
