@@ -164,7 +164,6 @@ type chatReplier struct {
 	rq       *request
 	logprobs bool
 	outs     []*chatOutput // per choice index
-	called   []bool        // per choice index: the reply has tool calls
 }
 
 func (c *chatReplier) chunk(ch ...chatChunkChoice) chatChunk {

@@ -232,11 +232,7 @@ func (t *Template) data(in Input) (map[string]jinja.Value, error) {
 	}
 	msgs := make([]jinja.Value, len(in.Messages))
 	for i, m := range in.Messages {
-		v, err := m.value()
-		if err != nil {
-			return nil, fmt.Errorf("messages[%d]: %w", i, err)
-		}
-		msgs[i] = v
+		msgs[i] = m.value()
 	}
 	data["messages"] = jinja.NewList(msgs)
 	for name, raw := range map[string]json.RawMessage{"tools": in.Tools, "documents": in.Documents} {
@@ -258,7 +254,7 @@ func (t *Template) data(in Input) (map[string]jinja.Value, error) {
 
 // value is the message as vLLM hands it to a template: role and content, then name,
 // tool_calls (arguments as an object), tool_call_id and reasoning_content where set.
-func (m Message) value() (jinja.Value, error) {
+func (m Message) value() jinja.Value {
 	d := dict("role", jinja.NewString(m.Role), "content", jinja.NewString(m.Content))
 	if m.Name != "" {
 		d.AsDict().Set("name", jinja.NewString(m.Name))
@@ -281,5 +277,5 @@ func (m Message) value() (jinja.Value, error) {
 	if m.Reasoning != "" {
 		d.AsDict().Set("reasoning_content", jinja.NewString(m.Reasoning))
 	}
-	return d, nil
+	return d
 }
