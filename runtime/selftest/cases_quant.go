@@ -110,8 +110,9 @@ var quantBlocks = []struct {
 // quantized kernels. The fusions are the float kernels' code (mat_io.wgsl) and the decoding is
 // the type's, so they are crossed sparsely: each pipeline costs seconds to compile on a CPU
 // adapter (its 8 groups are written out). The quick tier: every type plain at decode, Q8_0 on
-// a verify block too, every fusion on Q4_K in the subgroup kernel (the one adapters with
-// subgroups run), the LM head's in the workgroup fallback.
+// a verify block in the subgroup kernel (the one adapters with subgroups run), the LM head's
+// fusion on Q4_K in both; the other fusions are the float kernels' code, which the quick tier
+// crosses with every float kernel (each quantized fusion took 4-7 s to compile cold on lavapipe).
 func matmulQCases() []testCase {
 	var out []testCase
 	for _, kernel := range []string{"matmul_q", "matmul_q_sg"} {
@@ -134,8 +135,8 @@ func matmulQCases() []testCase {
 									continue
 								}
 								tc := linCase(kernel, wt, f, qb.b, qb.sgMin, m, n, k)
-								quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 && bi == 1) ||
-									wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33 && (kernel == "matmul_q_sg" || f.name == "NORM+GATHER"))
+								quick := k == ks[0] && (f.name == "" && n == 7 && (bi == 0 || wt == wgsl.Q8_0 && bi == 1 && kernel == "matmul_q_sg") ||
+									wt == wgsl.Q4_K && bi == 0 && m == 1 && n == 33 && f.name == "NORM+GATHER")
 								if !quick {
 									tc = fullOnly(tc)
 								}
