@@ -34,13 +34,14 @@ const (
 // ggufTokenizer builds the tokenizer a GGUF file describes (tokenizer.ggml.*: byte-level BPE,
 // "gpt2", here; SentencePiece, "llama", in ggufSPM), as the tokenizer.json and tokenizer_config.json it stands for: the tokens in id order
 // ([PADn] fillers left out), control and user-defined tokens as added tokens, the merges, the
-// pre-tokenizer its name stands for, BOS and EOS and whether BOS is added.
-func ggufTokenizer(f *gguf.File) (*tokenizer.Tokenizer, error) {
+// pre-tokenizer its name stands for, BOS and EOS and whether BOS is added. rows (the
+// embedding's rows) bounds the tokens before any is decoded.
+func ggufTokenizer(f *gguf.File, rows int) (*tokenizer.Tokenizer, error) {
 	m := &ggufMeta{f: f}
 	switch model := m.str("tokenizer.ggml.model"); model {
 	case "gpt2":
 	case "llama":
-		return ggufSPM(f, m)
+		return ggufSPM(f, m, rows)
 	default:
 		return nil, fmt.Errorf("%w: GGUF tokenizer %q (byte-level BPE, \"gpt2\", and SentencePiece, \"llama\", are read)", ErrUnsupported, model)
 	}
@@ -49,18 +50,19 @@ func ggufTokenizer(f *gguf.File) (*tokenizer.Tokenizer, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: GGUF pre-tokenizer %q (known: gpt-2, llama-bpe, qwen2)", ErrUnsupported, pre)
 	}
-	tokens, err := ggufArray[string](f, "tokenizer.ggml.tokens")
+	tokens, err := ggufTokens(f, rows)
 	if err != nil {
 		return nil, err
 	}
-	types, err := ggufArray[int32](f, "tokenizer.ggml.token_type")
+	types, err := ggufArray[int32](f, "tokenizer.ggml.token_type", len(tokens))
 	if err != nil {
 		return nil, err
 	}
 	if len(types) != len(tokens) {
 		return nil, fmt.Errorf("%w: %d token types for %d tokens", ErrBadTokenizer, len(types), len(tokens))
 	}
-	merges, err := ggufArray[string](f, "tokenizer.ggml.merges")
+	// Real files hold up to twice as many merges as tokens (Llama 3: 280147 for 128256).
+	merges, err := ggufArray[string](f, "tokenizer.ggml.merges", 4*len(tokens))
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +121,9 @@ func ggufParse(f *gguf.File, m *ggufMeta, doc map[string]any, tokens []string, t
 	return tokenizer.Parse(tj, cj)
 }
 
-// ggufArray is a metadata array of element type T.
-func ggufArray[T any](f *gguf.File, key string) ([]T, error) {
+// ggufArray is a metadata array of element type T, refused before it is decoded if it holds
+// more than most elements.
+func ggufArray[T any](f *gguf.File, key string, most int) ([]T, error) {
 	v, ok := f.Get(key)
 	if !ok {
 		return nil, fmt.Errorf("%w: GGUF has no %s", ErrBadTokenizer, key)
@@ -129,9 +132,40 @@ func ggufArray[T any](f *gguf.File, key string) ([]T, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: GGUF %s is not an array", ErrBadTokenizer, key)
 	}
-	out, ok := a.Values.([]T)
+	if a.Len() > most {
+		return nil, fmt.Errorf("%w: GGUF %s holds %d entries, more than the %d the model's vocabulary allows", ErrBadTokenizer, key, a.Len(), most)
+	}
+	out, ok := a.Elements().([]T)
 	if !ok {
-		return nil, fmt.Errorf("%w: GGUF %s is an array of %T", ErrBadTokenizer, key, a.Values)
+		return nil, fmt.Errorf("%w: GGUF %s is an array of %T", ErrBadTokenizer, key, a.Elements())
 	}
 	return out, nil
+}
+
+// Bounds on a GGUF vocabulary's tokens, checked before the tokenizer is built: building it
+// splits each token at every byte (SentencePiece's merges), which costs the square of its
+// length. Real vocabularies' longest tokens are 256 bytes, and their squared lengths sum to
+// under 3e7 (Gemma 3's 262144 tokens).
+const (
+	maxTokenBytes   = 1024
+	maxTokenSquares = 1 << 28
+)
+
+// ggufTokens reads tokenizer.ggml.tokens: at most vocab of them (the embedding's rows), each
+// within the bounds above.
+func ggufTokens(f *gguf.File, vocab int) ([]string, error) {
+	tokens, err := ggufArray[string](f, "tokenizer.ggml.tokens", vocab)
+	if err != nil {
+		return nil, err
+	}
+	squares := 0
+	for id, tok := range tokens {
+		if len(tok) > maxTokenBytes {
+			return nil, fmt.Errorf("%w: GGUF token %d is %d bytes long (at most %d)", ErrBadTokenizer, id, len(tok), maxTokenBytes)
+		}
+		if squares += len(tok) * len(tok); squares > maxTokenSquares {
+			return nil, fmt.Errorf("%w: GGUF tokens too long: their squared lengths sum past %d by token %d (real vocabularies stay under 3e7)", ErrBadTokenizer, maxTokenSquares, id)
+		}
+	}
+	return tokens, nil
 }

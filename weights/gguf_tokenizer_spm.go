@@ -20,16 +20,16 @@ const (
 // on a tie; the same merges, ranked by that score (equal scores, equal ranks), make the BPE
 // merge the same pairs. "▁" replaces spaces, and one is prepended unless add_space_prefix is
 // false; unknown characters fall back to the <0xXX> byte tokens.
-func ggufSPM(f *gguf.File, m *ggufMeta) (*tokenizer.Tokenizer, error) {
-	tokens, err := ggufArray[string](f, "tokenizer.ggml.tokens")
+func ggufSPM(f *gguf.File, m *ggufMeta, rows int) (*tokenizer.Tokenizer, error) {
+	tokens, err := ggufTokens(f, rows)
 	if err != nil {
 		return nil, err
 	}
-	scores, err := ggufArray[float32](f, "tokenizer.ggml.scores")
+	scores, err := ggufArray[float32](f, "tokenizer.ggml.scores", len(tokens))
 	if err != nil {
 		return nil, err
 	}
-	types, err := ggufArray[int32](f, "tokenizer.ggml.token_type")
+	types, err := ggufArray[int32](f, "tokenizer.ggml.token_type", len(tokens))
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func openGGUF(path string) (*Model, error) {
 	if err != nil {
 		return fail(err)
 	}
-	tok, err := ggufTokenizer(f)
+	tok, err := ggufTokenizer(f, cfg.Vocab)
 	if err != nil {
 		return fail(tokenizerErr(err))
 	}

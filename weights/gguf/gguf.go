@@ -7,6 +7,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"reflect"
 )
 
 // Magic is the file's first four bytes.
@@ -106,11 +107,33 @@ type KV struct {
 	Value any
 }
 
-// Array is a metadata array: Values holds its elements as []T for the element type's Go type
-// (e.g. []string, []int32, []float32).
+// Array is a metadata array. One built to be written holds its elements in Values, as []T for
+// the element type's Go type (e.g. []string, []int32, []float32). One Parse read holds its
+// element count and bytes (a slice of the file) and decodes them only when Elements asks, so
+// an array nobody reads costs no memory, and a reader can bound Len before it decodes.
 type Array struct {
 	Type   ValueType
 	Values any
+	n      int    // a parsed array's element count
+	raw    []byte // a parsed array's element bytes
+}
+
+// Len is the array's element count.
+func (a Array) Len() int {
+	if a.Values != nil {
+		return reflect.ValueOf(a.Values).Len()
+	}
+	return a.n
+}
+
+// Elements is the array's elements as []T of the element type's Go type: Values, or the
+// parsed bytes decoded (afresh on each call).
+func (a Array) Elements() any {
+	if a.Values != nil {
+		return a.Values
+	}
+	d := &decoder{b: a.raw}
+	return decodeElements(d, a.Type, a.n)
 }
 
 // TensorInfo describes a tensor of the file. Dims are ggml's ne: the innermost (contiguous)

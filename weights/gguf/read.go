@@ -1,10 +1,12 @@
 package gguf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // File is a parsed GGUF file: its metadata in file order, its tensors, and their data (slices
@@ -116,7 +118,23 @@ func Parse(b []byte) (*File, error) {
 				ErrMalformed, t.Name, t.Size, t.Offset, len(f.data))
 		}
 	}
+	if err := checkDisjoint(f.Tensors); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// checkDisjoint refuses tensors whose bytes overlap (two names for one region, or one
+// tensor's data inside another's): ggml lays them out one after another.
+func checkDisjoint(ts []TensorInfo) error {
+	byOff := slices.Clone(ts)
+	slices.SortFunc(byOff, func(a, b TensorInfo) int { return cmp.Compare(a.Offset, b.Offset) })
+	for i := 1; i < len(byOff); i++ {
+		if p, t := byOff[i-1], byOff[i]; t.Offset < p.Offset+p.Size {
+			return fmt.Errorf("%w: tensors %q (%d bytes at %d) and %q (at %d) overlap", ErrMalformed, p.Name, p.Size, p.Offset, t.Name, t.Offset)
+		}
+	}
+	return nil
 }
 
 // Get is a metadata value.
@@ -228,8 +246,9 @@ func (d *decoder) value(t ValueType, top bool) any {
 	return nil
 }
 
-// array reads an array's element type, count and elements: strings as []string, numbers as
-// []T of their Go type ([]uint8 ... []float64), bools as []bool.
+// array reads an array's element type and count and skips its elements, which Array.Elements
+// decodes on demand: strings are walked (each length checked against the bytes left), numbers
+// and bools are a fixed size each.
 func (d *decoder) array() any {
 	et, n := ValueType(d.u32()), d.u64()
 	if d.err != nil {
@@ -246,48 +265,71 @@ func (d *decoder) array() any {
 		d.err = fmt.Errorf("%w: an array of %d elements cannot fit in the %d bytes left", ErrMalformed, n, d.left())
 		return nil
 	}
-	vals := make([]any, 0, n)
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		vals = append(vals, d.value(et, false))
+	start := d.off
+	if et == TypeString {
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			d.take(d.u64())
+		}
+	} else {
+		d.take(n * min)
 	}
-	return Array{Type: et, Values: typedSlice(et, vals)}
+	if d.err != nil {
+		return nil
+	}
+	if et == TypeBool {
+		for _, b := range d.b[start:d.off] {
+			if b > 1 {
+				d.err = fmt.Errorf("%w: a bool of value %d", ErrMalformed, b)
+				return nil
+			}
+		}
+	}
+	return Array{Type: et, n: int(n), raw: d.b[start:d.off:d.off]}
 }
 
-// typedSlice turns array elements into a []T of their Go type.
-func typedSlice(t ValueType, vals []any) any {
+// decodeElements decodes n elements of type t from d (which array has checked) as []T.
+func decodeElements(d *decoder, t ValueType, n int) any {
 	switch t {
 	case TypeString:
-		return collect[string](vals)
+		out := make([]string, n)
+		for i := range out {
+			out[i] = d.str()
+		}
+		return out
 	case TypeUint8:
-		return collect[uint8](vals)
+		return decodeNums(d, n, func(p []byte) uint8 { return p[0] })
 	case TypeInt8:
-		return collect[int8](vals)
+		return decodeNums(d, n, func(p []byte) int8 { return int8(p[0]) })
 	case TypeUint16:
-		return collect[uint16](vals)
+		return decodeNums(d, n, binary.LittleEndian.Uint16)
 	case TypeInt16:
-		return collect[int16](vals)
+		return decodeNums(d, n, func(p []byte) int16 { return int16(binary.LittleEndian.Uint16(p)) })
 	case TypeUint32:
-		return collect[uint32](vals)
+		return decodeNums(d, n, binary.LittleEndian.Uint32)
 	case TypeInt32:
-		return collect[int32](vals)
+		return decodeNums(d, n, func(p []byte) int32 { return int32(binary.LittleEndian.Uint32(p)) })
 	case TypeFloat32:
-		return collect[float32](vals)
+		return decodeNums(d, n, func(p []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(p)) })
 	case TypeBool:
-		return collect[bool](vals)
+		return decodeNums(d, n, func(p []byte) bool { return p[0] == 1 })
 	case TypeUint64:
-		return collect[uint64](vals)
+		return decodeNums(d, n, binary.LittleEndian.Uint64)
 	case TypeInt64:
-		return collect[int64](vals)
+		return decodeNums(d, n, func(p []byte) int64 { return int64(binary.LittleEndian.Uint64(p)) })
 	case TypeFloat64:
-		return collect[float64](vals)
+		return decodeNums(d, n, func(p []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(p)) })
 	}
-	return vals
+	return nil
 }
 
-func collect[T any](vals []any) []T {
-	out := make([]T, len(vals))
-	for i, v := range vals {
-		out[i], _ = v.(T) // nil after a read error: the zero value
+func decodeNums[T any](d *decoder, n int, get func([]byte) T) []T {
+	out := make([]T, n)
+	if n == 0 {
+		return out
+	}
+	size := len(d.b) / n
+	for i := range out {
+		out[i] = get(d.b[i*size : (i+1)*size])
 	}
 	return out
 }

@@ -204,49 +204,47 @@ func (e *encoder) value(v any, typed bool) error {
 
 func (e *encoder) array(a Array) error {
 	e.u32(uint32(a.Type))
-	var elems []any
-	switch vs := a.Values.(type) {
-	case []string:
-		for _, v := range vs {
-			elems = append(elems, v)
+	want := func(t ValueType, n int) error {
+		if a.Type != t {
+			return fmt.Errorf("an array of %d holding elements of type %d", a.Type, t)
 		}
-	case []int32:
-		for _, v := range vs {
-			elems = append(elems, v)
-		}
-	case []uint32:
-		for _, v := range vs {
-			elems = append(elems, v)
-		}
-	case []float32:
-		for _, v := range vs {
-			elems = append(elems, v)
-		}
-	default:
-		return fmt.Errorf("an array of Go type %T", a.Values)
+		e.u64(uint64(n))
+		return nil
 	}
-	e.u64(uint64(len(elems)))
-	for _, v := range elems {
-		if got := typeOf(v); got != a.Type {
-			return fmt.Errorf("an array of %d holding a %T", a.Type, v)
-		}
-		if err := e.value(v, false); err != nil {
+	switch vs := a.Elements().(type) {
+	case []string:
+		if err := want(TypeString, len(vs)); err != nil {
 			return err
 		}
+		for _, v := range vs {
+			e.str(v)
+		}
+	case []int32:
+		if err := want(TypeInt32, len(vs)); err != nil {
+			return err
+		}
+		e.raw(appendWords(vs, func(v int32) uint32 { return uint32(v) }))
+	case []uint32:
+		if err := want(TypeUint32, len(vs)); err != nil {
+			return err
+		}
+		e.raw(appendWords(vs, func(v uint32) uint32 { return v }))
+	case []float32:
+		if err := want(TypeFloat32, len(vs)); err != nil {
+			return err
+		}
+		e.raw(appendWords(vs, math.Float32bits))
+	default:
+		return fmt.Errorf("an array of Go type %T", a.Elements())
 	}
 	return nil
 }
 
-func typeOf(v any) ValueType {
-	switch v.(type) {
-	case string:
-		return TypeString
-	case int32:
-		return TypeInt32
-	case uint32:
-		return TypeUint32
-	case float32:
-		return TypeFloat32
+// appendWords is vs as little-endian 32-bit words.
+func appendWords[T any](vs []T, bits func(T) uint32) []byte {
+	b := make([]byte, 0, 4*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, bits(v))
 	}
-	return ^ValueType(0)
+	return b
 }

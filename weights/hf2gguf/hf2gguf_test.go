@@ -64,8 +64,8 @@ func TestLlamaFile(t *testing.T) {
 			t.Errorf("%s = %v, want %v", key, got, want)
 		}
 	}
-	if toks, _ := f.Get("tokenizer.ggml.tokens"); len(toks.(gguf.Array).Values.([]string)) != cfg.Vocab {
-		t.Errorf("tokens: %d, want the vocabulary's %d", len(toks.(gguf.Array).Values.([]string)), cfg.Vocab)
+	if toks, _ := f.Get("tokenizer.ggml.tokens"); len(toks.(gguf.Array).Elements().([]string)) != cfg.Vocab {
+		t.Errorf("tokens: %d, want the vocabulary's %d", len(toks.(gguf.Array).Elements().([]string)), cfg.Vocab)
 	}
 	if _, _, ok := f.Tensor("output.weight"); ok {
 		t.Error("a tied model has an output.weight")
