@@ -146,7 +146,11 @@ func auxLayers(ids []int, targetLayers int) ([]int, error) {
 // spelling); EAGLE-3's "midlayer." may also be spelt "layers.0.". F32, F16 and BF16 are
 // read; d2t must be I64 (or I32); t2d is ignored. A tensor the head does not read is
 // ErrUnusedTensor (see checkUnused).
-func LoadEagle(dir, kind string) (*Eagle, error) {
+//
+// With a target, the head's tensor bytes are bounded by the target's shapes as well as by its
+// own config.json (which a hostile folder controls): at most two of the target's layers, an
+// fc of 3 x its hidden size squared, and two matrices of its vocabulary, in F32.
+func LoadEagle(dir, kind string, target *Config) (*Eagle, error) {
 	ec, err := LoadEagleConfig(dir)
 	if err != nil {
 		return nil, err
@@ -155,6 +159,14 @@ func LoadEagle(dir, kind string) (*Eagle, error) {
 	b := ec.Cfg.budget(0)
 	b.left *= 2 // EAGLE-3's attention reads 2 x hidden
 	b.left += 4 * (3*th*h + h + dv*(h+2))
+	if target != nil {
+		one := *target
+		one.NLayers, one.Vocab = 1, 0
+		t, v := int64(target.Dim), int64(target.Vocab)
+		if most := 4*(2*(one.budget(0).left/4)+3*t*t+2*v*(t+2)) + 1<<20; most < b.left {
+			b = &dataBudget{left: most, why: "the target's shapes (one layer, an fc and its vocabulary)"}
+		}
+	}
 	ck, err := openCheckpointWithin(dir, b)
 	if err != nil {
 		return nil, err

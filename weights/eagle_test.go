@@ -94,7 +94,7 @@ func TestEagleRefusesUnused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadEagle(writeEagleWith(t, tc.head, tc.edit), tc.kind)
+			_, err := LoadEagle(writeEagleWith(t, tc.head, tc.edit), tc.kind, nil)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

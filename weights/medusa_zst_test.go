@@ -3,6 +3,7 @@ package weights
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -71,8 +72,8 @@ func TestZstdHeaderBoundedByConfig(t *testing.T) {
 	if !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "declares 2147483648 bytes") {
 		t.Errorf("Medusa heads declaring 2 GiB: %v", err)
 	}
-	if _, err := LoadMedusa(dir, nil); errors.Is(err, ErrShape) || err == nil {
-		t.Errorf("without a target: %v (want the stream's own error)", err)
+	if _, err := LoadMedusa(dir, nil); !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "compressed bytes") {
+		t.Errorf("without a target: %v (want the bound of the compression ratio)", err)
 	}
 
 	llama := t.TempDir()
@@ -88,4 +89,57 @@ func TestZstdHeaderBoundedByConfig(t *testing.T) {
 	if _, err := OpenWeights(llama); !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "declares") {
 		t.Errorf("OpenWeights of a model declaring 2 GiB: %v", err)
 	}
+}
+
+// A drafter folder's own config.json cannot raise the bound on what its compressed file may
+// expand to: an EAGLE head or a draft model whose config claims an intermediate size of 16
+// million (a budget of gigabytes) and whose header declares 2 GiB is refused by the target's
+// shapes, and without a target by the compression ratio (once, such a bomb took 68.6 s and
+// 4.77 GB to refuse).
+func TestZstdDrafterBoundedByTarget(t *testing.T) {
+	target := &Config{Arch: "llama", Dim: 8, HiddenDim: 12, NLayers: 1, NHeads: 2, NKVHeads: 1, HeadDim: 4, Vocab: 10, MaxSeq: 16,
+		RopeTheta: 1e4, RMSEps: 1e-5, BOS: -1}
+	inflate := func(dir string, layers int) {
+		p := filepath.Join(dir, ConfigFileName)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg["intermediate_size"], cfg["num_hidden_layers"] = 16_000_000, layers
+		b, _ = json.Marshal(cfg)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, SingleFileName))
+		liarZst(t, filepath.Join(dir, SingleFileName+".zst"), EmbedTensorName)
+	}
+	check := func(what string, err error, mention string) {
+		t.Helper()
+		if !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), mention) {
+			t.Errorf("%s: %v, want ErrShape mentioning %q", what, err, mention)
+		}
+	}
+	eagle := t.TempDir()
+	if err := WriteEagle(eagle, testEagle(EagleKind1), EagleWriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inflate(eagle, 1)
+	_, err := LoadEagle(eagle, EagleKind1, target)
+	check("EAGLE with a target", err, "target's shapes")
+	_, err = LoadEagle(eagle, EagleKind1, nil)
+	check("EAGLE without a target", err, "compressed bytes")
+
+	draft := t.TempDir()
+	if err := WriteConfig(draft, target); err != nil {
+		t.Fatal(err)
+	}
+	inflate(draft, 4)
+	_, err = OpenDraft(draft, target)
+	check("a draft model", err, "target's shapes")
+	_, err = OpenWeights(draft)
+	check("OpenWeights", err, "compressed bytes")
 }

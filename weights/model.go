@@ -52,13 +52,22 @@ func IsGGUF(path string) bool {
 
 // OpenModel opens a Hugging Face folder (config.json, safetensors, tokenizer.json) or a GGUF
 // file.
-func OpenModel(path string) (*Model, error) { return openModel(path, true) }
+func OpenModel(path string) (*Model, error) { return openModel(path, true, nil) }
 
 // OpenWeights is OpenModel without a folder's tokenizer (Model.Tokenizer nil): what a draft
 // model, which shares the target's, needs. A GGUF file's tokenizer is read all the same.
-func OpenWeights(path string) (*Model, error) { return openModel(path, false) }
+func OpenWeights(path string) (*Model, error) { return openModel(path, false, nil) }
 
-func openModel(path string, withTokenizer bool) (*Model, error) {
+// OpenDraft is OpenWeights for a draft model of target: its tensor bytes are bounded by what
+// the target's configuration allows, so a draft folder whose config.json claims a huge model
+// (or a compressed file that would expand to one) is refused before its data is read.
+func OpenDraft(path string, target *Config) (*Model, error) {
+	b := target.budget(0)
+	b.why = "the target's shapes (a draft model is no larger than its target)"
+	return openModel(path, false, b)
+}
+
+func openModel(path string, withTokenizer bool, most *dataBudget) (*Model, error) {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && IsGGUF(path) {
 		return openGGUF(path)
 	}
@@ -72,7 +81,11 @@ func openModel(path string, withTokenizer bool) (*Model, error) {
 			return nil, tokenizerErr(err)
 		}
 	}
-	ck, err := openCheckpointWithin(path, cfg.budget(0))
+	b := cfg.budget(0)
+	if most != nil && most.left < b.left {
+		b = most
+	}
+	ck, err := openCheckpointWithin(path, b)
 	if err != nil {
 		return nil, err
 	}

@@ -17,24 +17,33 @@ import (
 // --long=28 or more need more, and are refused).
 const maxZstdWindow = 128 << 20
 
+// maxZstdRatio bounds how far a compressed checkpoint may expand: weights compress 1-2x (the
+// shipped drafters 1.0-2.0x), a bomb thousands of times.
+const maxZstdRatio = 32
+
 // readZstd opens a "*.safetensors.zst" file: it decodes the stream one block
 // at a time, checks the header before any data, and expands no more than the
 // data the header declares (plus one byte, to find that the stream ends
 // there). A small file that would expand to gigabytes is refused after reading
-// what its header declares.
+// what its header declares: the data must fit b and maxZstdRatio times the file's size.
 func readZstd(path string, b *dataBudget) (*SafeTensors, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	ratio := &dataBudget{left: maxZstdRatio*fi.Size() + 1<<20, why: fmt.Sprintf("%d times the %d compressed bytes", maxZstdRatio, fi.Size())}
 	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdWindow))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: zstd: %v", path, ErrMalformed, err)
 	}
 	defer dec.Close()
-	st, err := readStream(dec, b)
+	st, err := readStream(dec, b, ratio)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -46,7 +55,7 @@ func readZstd(path string, b *dataBudget) (*SafeTensors, error) {
 // header (validated as parse does), then (once b takes its size) exactly the
 // data section up to the largest end offset, then one more byte, which must not
 // exist.
-func readStream(r io.Reader, b *dataBudget) (*SafeTensors, error) {
+func readStream(r io.Reader, budgets ...*dataBudget) (*SafeTensors, error) {
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, streamError(err, "the 8-byte header length", 8)
@@ -64,8 +73,10 @@ func readStream(r io.Reader, b *dataBudget) (*SafeTensors, error) {
 		return nil, err
 	}
 	size := st.dataSize()
-	if err := b.charge(size); err != nil {
-		return nil, err
+	for _, b := range budgets {
+		if err := b.charge(size); err != nil {
+			return nil, err
+		}
 	}
 	if st.data, err = readFull(r, size); err != nil {
 		return nil, streamError(err, "the data the header declares", int64(size))

@@ -28,7 +28,7 @@ func loadShippedEagle3(b *testing.B) (*weights.LlamaWeights, *weights.Eagle, []i
 	if _, err := os.Stat(filepath.Join(shippedEagle3, weights.ConfigFileName)); err != nil {
 		b.Fatalf("no shipped EAGLE-3 head: %v", err)
 	}
-	w, err := weights.LoadEagle(shippedEagle3, weights.EagleKind3)
+	w, err := weights.LoadEagle(shippedEagle3, weights.EagleKind3, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func writeEagleHead(t *testing.T, kind string, c weights.Config, vd int, seed in
 	if err := weights.WriteEagle(dir, ref.RandomEagle(kind, c, eagleTarget, vd, seed), o); err != nil {
 		t.Fatal(err)
 	}
-	w, err := weights.LoadEagle(dir, kind)
+	w, err := weights.LoadEagle(dir, kind, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

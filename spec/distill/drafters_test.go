@@ -85,7 +85,7 @@ func TestShippedEagle(t *testing.T) {
 	for _, mode := range []string{weights.EagleKind3, weights.EagleKind1} {
 		t.Run(mode, func(t *testing.T) {
 			tg, dir := shipped(t, mode)
-			w, err := weights.LoadEagle(dir, mode)
+			w, err := weights.LoadEagle(dir, mode, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

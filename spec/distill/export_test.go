@@ -80,7 +80,7 @@ func TestSaveLoadDrafters(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	g3, err := weights.LoadEagle(dirs["eagle3"], weights.EagleKind3)
+	g3, err := weights.LoadEagle(dirs["eagle3"], weights.EagleKind3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestSaveLoadDrafters(t *testing.T) {
 			t.Fatalf("d2t[%d] maps to %d, want %d", i, int64(i)+v, e3.used[i])
 		}
 	}
-	g1, err := weights.LoadEagle(dirs["eagle"], weights.EagleKind1)
+	g1, err := weights.LoadEagle(dirs["eagle"], weights.EagleKind1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

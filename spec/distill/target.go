@@ -74,7 +74,7 @@ func LoadSimDrafter(mode, dir string, t *Target) (SimDrafter, []int, error) {
 	}
 	switch mode {
 	case weights.EagleKind1, weights.EagleKind3:
-		w, err := weights.LoadEagle(dir, mode)
+		w, err := weights.LoadEagle(dir, mode, &t.W.Cfg)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,7 +19,7 @@ func init() {
 	spec.Register("draft_model", func(cfg spec.Config, target *weights.Config) (spec.Checkpoint, error) {
 		// A Hugging Face folder or a GGUF file: opened here to check its tensors before the
 		// target loads (nothing is read but headers), read when it loads.
-		wm, err := weights.OpenWeights(cfg.Model)
+		wm, err := weights.OpenDraft(cfg.Model, target)
 		if err != nil {
 			return nil, err
 		}
@@ -41,7 +41,7 @@ func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{} }
 // weight type, quantized GGUF ones as they are), with a page pool holding as many tokens as the
 // target's and every sequence's drafts (it never verifies: one draft row).
 func (c draftCheckpoint) Load(target *model.Model) (spec.Method, error) {
-	wm, err := weights.OpenWeights(c.path)
+	wm, err := weights.OpenDraft(c.path, &target.Cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ type eagleCheckpoint struct {
 }
 
 func openEagle(kind, dir string, target *weights.Config) (*eagleCheckpoint, error) {
-	w, err := weights.LoadEagle(dir, kind)
+	w, err := weights.LoadEagle(dir, kind, target)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func TestEagleSpellings(t *testing.T) {
 			if edit != nil {
 				rewriteTensors(t, dir, edit)
 			}
-			w, err := weights.LoadEagle(dir, kind)
+			w, err := weights.LoadEagle(dir, kind, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", kind, err)
 			}
@@ -133,7 +133,7 @@ func TestEagleSpellings(t *testing.T) {
 		if !reflect.DeepEqual(renamed, plain) {
 			t.Errorf("%s: layers.0. names load differently", kind)
 		}
-		if _, err := weights.LoadEagle(writeEagle(t, h, weights.EagleWriteOptions{DType: weights.BF16}), kind); err != nil {
+		if _, err := weights.LoadEagle(writeEagle(t, h, weights.EagleWriteOptions{DType: weights.BF16}), kind, nil); err != nil {
 			t.Errorf("%s: BF16: %v", kind, err)
 		}
 	}

@@ -146,7 +146,7 @@ func WriteInflatedDrafter(dir, method, drafterDir, small string, size Size, dtyp
 			}
 			return weights.WriteMedusa(tmp, m, m.Layout, dtype)
 		case weights.EagleKind1, weights.EagleKind3:
-			e, err := weights.LoadEagle(drafterDir, method)
+			e, err := weights.LoadEagle(drafterDir, method, w.Config)
 			if err != nil {
 				return err
 			}
