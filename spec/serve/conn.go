@@ -17,11 +17,21 @@ const (
 )
 
 // limitListener answers connections past max open ones with a 503 and closes them, so that a
-// flood of clients gets a clear answer and the server keeps its file descriptors.
+// flood of clients gets a clear answer and the server keeps its file descriptors. A connection
+// idle between requests (keep-alive) does not hold its place against a new client: when the
+// server is full, the longest idle one is closed to make room (as a client must expect of any
+// idle keep-alive connection), and only when none is idle is the new one refused.
 type limitListener struct {
 	net.Listener
 	max  int64
 	open atomic.Int64
+
+	mu   sync.Mutex
+	idle map[*countedConn]time.Time // connections between requests, since when
+}
+
+func newLimitListener(ln net.Listener, max int) *limitListener {
+	return &limitListener{Listener: ln, max: int64(max), idle: map[*countedConn]time.Time{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -30,13 +40,47 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.open.Add(1) > l.max {
+		if l.open.Add(1) > l.max && !l.closeIdle() {
 			l.open.Add(-1)
 			go refuseConn(c, l.max)
 			continue
 		}
 		return &countedConn{Conn: c, l: l}, nil
 	}
+}
+
+// connState is the http.Server's ConnState hook: it keeps the set of idle connections.
+func (l *limitListener) connState(c net.Conn, s http.ConnState) {
+	cc, ok := c.(*countedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s == http.StateIdle {
+		l.idle[cc] = time.Now()
+	} else {
+		delete(l.idle, cc)
+	}
+}
+
+// closeIdle closes the connection idle the longest, giving its place back; it reports whether
+// there was one.
+func (l *limitListener) closeIdle() bool {
+	l.mu.Lock()
+	var oldest *countedConn
+	for c, since := range l.idle {
+		if oldest == nil || since.Before(l.idle[oldest]) {
+			oldest = c
+		}
+	}
+	delete(l.idle, oldest)
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	oldest.Close()
+	return true
 }
 
 // refuseConn writes a 503 with OpenAI's error object on a connection the server has no room

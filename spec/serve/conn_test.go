@@ -124,6 +124,46 @@ func TestConnectionCap(t *testing.T) {
 	open[1].Close()
 }
 
+// Idle keep-alive connections do not lock clients out: with the server full of connections
+// that each sent a request and went quiet, a new client is served, and the connection idle the
+// longest is the one closed (512 such sockets once left every new client a 503 for the 2-minute
+// idle timeout).
+func TestIdleConnectionsGiveWay(t *testing.T) {
+	f := specServer(t)
+	url, stop, served := serveWith(t, f, Config{MaxConnections: 3})
+	defer func() { stop(); <-served }()
+	addr := strings.TrimPrefix(url, "http://")
+	var idle []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		if code := status(t, c, 5*time.Second); code != http.StatusOK {
+			t.Fatalf("/health: %d", code)
+		}
+		idle = append(idle, c)
+		time.Sleep(20 * time.Millisecond) // distinct idle times
+	}
+	for i := range 3 {
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(url + "/v1/models")
+		if err != nil {
+			t.Fatalf("new client %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("new client %d with the server full of idle connections: %d, want 200", i, resp.StatusCode)
+		}
+	}
+	// The first, idle the longest, was closed: reading it ends.
+	idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the connection idle the longest is still open")
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for the handlers' goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -20,7 +20,8 @@
 // flags are accepted with a note (docs/serving.md lists them).
 // --max-request-bytes (2 MiB) bounds a request body, --request-body-timeout (30s) the time it
 // may take to arrive (a slower one gets a 408), --max-connections (512) the open connections
-// (one more gets a 503 and is closed). --allowed-origins names the web origins that may call
+// (when all are taken, the longest idle keep-alive one is closed to make room; with none idle,
+// a new one gets a 503 and is closed). --allowed-origins names the web origins that may call
 // the server (CORS: a comma list or vLLM's JSON list, "*" for any; none by default, unlike
 // vLLM's "*", so a page elsewhere cannot read what a local server answers; a preflight OPTIONS
 // is answered without the API key, from another origin with a 400). Every request gets an

@@ -20,15 +20,18 @@ const afterCancelGrace = 5 * time.Second
 // still running (their generations end within one engine step; a streamed one gets an error
 // event, a whole one a 503), closes the listener and returns nil. It returns early only if ln
 // fails. The caller closes the engine afterwards. Past Config.MaxConnections open connections,
-// a new one is answered 503 and closed.
+// the longest idle keep-alive one is closed to make room; with none idle, a new one is
+// answered 503 and closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second, // a client that never finishes its headers holds no goroutine for long
 		IdleTimeout:       2 * time.Minute,
 	}
+	ll := newLimitListener(ln, s.cfg.MaxConnections)
+	hs.ConnState = ll.connState
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(&limitListener{Listener: ln, max: int64(s.cfg.MaxConnections)}) }()
+	go func() { errc <- hs.Serve(ll) }()
 	select {
 	case err := <-errc:
 		return err
