@@ -3,7 +3,6 @@ module github.com/wspec/wspec
 go 1.26.0
 
 require (
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/klauspost/compress v1.20.4
 	github.com/openai/openai-go/v3 v3.98.0

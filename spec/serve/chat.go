@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -19,7 +20,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rq, err := s.chatRequest(&req)
+	rq, err := s.chatRequest(&req, r.Context().Done())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -40,8 +41,8 @@ var chatRoles = map[string]bool{"system": true, "developer": true, "user": true,
 var templateReserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
 	"continue_final_message": true, "bos_token": true, "eos_token": true, "raise_exception": true, "strftime_now": true}
 
-// chatRequest validates a chat request and renders its prompt.
-func (s *Server) chatRequest(req *chatRequest) (*request, error) {
+// chatRequest validates a chat request and renders its prompt (until done is closed).
+func (s *Server) chatRequest(req *chatRequest, done <-chan struct{}) (*request, error) {
 	maxTokens, maxParam := req.MaxCompletionTokens, "max_completion_tokens"
 	if maxTokens == nil {
 		maxTokens, maxParam = req.MaxTokens, "max_tokens"
@@ -77,6 +78,7 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.Done = done
 	if req.Logprobs {
 		o.Logprobs = true
 		if req.TopLogprobs != nil {
@@ -87,6 +89,10 @@ func (s *Server) chatRequest(req *chatRequest) (*request, error) {
 	if err != nil {
 		if errors.Is(err, chat.ErrRaised) {
 			return nil, invalid("messages", codeInvalidValue, "messages: the model's chat template refused them: %s", strings.TrimPrefix(err.Error(), chat.ErrRaised.Error()+": "))
+		}
+		if errors.Is(err, chat.ErrLimit) {
+			return nil, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: codeInternal,
+				Message: fmt.Sprintf("the model's chat template failed on these messages: %v", err)}
 		}
 		return nil, invalid("messages", codeInvalidValue, "messages: %v", err)
 	}

@@ -207,3 +207,31 @@ func TestAccessLog(t *testing.T) {
 		t.Fatalf("access log:\n%s", log.String())
 	}
 }
+
+// A hostile chat template (--chat-template, or a model's own) fails the request it renders,
+// with a 500 naming the template, and the server goes on serving: a recursive macro once
+// ended the process with a Go stack overflow.
+func TestHostileTemplateFailsRequest(t *testing.T) {
+	f := specServer(t)
+	url, stop, served := serveWith(t, f, Config{ChatTemplate: `{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}`})
+	defer func() { stop(); <-served }()
+	body := `{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(b.String(), "chat template failed") {
+		t.Fatalf("%d %s, want a 500 naming the chat template", resp.StatusCode, b.String())
+	}
+	resp, err = http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once", "max_tokens": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a completion after the failed chat: %d", resp.StatusCode)
+	}
+}

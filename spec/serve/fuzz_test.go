@@ -28,7 +28,7 @@ func (s *Server) validate(path string, body []byte) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	_, err := s.chatRequest(&req)
+	_, err := s.chatRequest(&req, nil)
 	return err
 }
 

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/wspec/wspec/weights/chat/internal/jinja"
 )
 
 // Default is the chat format of a model whose folder has no chat template: the system
@@ -79,7 +79,18 @@ type Input struct {
 	AddGenerationPrompt, ContinueFinalMessage bool
 	// Vars are further template variables (vLLM's chat_template_kwargs), each a JSON value.
 	Vars map[string]json.RawMessage
+	// Done, when closed, ends the render with an error (the client went away).
+	Done <-chan struct{}
 }
+
+// RenderTimeout bounds one render's wall-clock time. Beside it, a render is bounded in steps,
+// macro depth, output and value sizes (internal/jinja's Limits and bounds): a template that
+// recurses without end, loops for ever or builds gigabytes fails its render with ErrLimit.
+// Real templates render in well under a millisecond.
+const RenderTimeout = 5 * time.Second
+
+// ErrLimit is the error of a render that went past its bounds.
+var ErrLimit = jinja.ErrLimit
 
 // ErrRaised is a template's own refusal (raise_exception): the conversation's fault, not the
 // template's. Errors that wrap it carry the template's message.
@@ -188,7 +199,7 @@ func (t *Template) Render(in Input) (out string, err error) {
 			err = fmt.Errorf("chat template (%s) failed: %v", t.Origin, r)
 		}
 	}()
-	out, err = t.tpl.RenderValues(data)
+	out, err = t.tpl.RenderLimited(data, jinja.Limits{Deadline: time.Now().Add(RenderTimeout), Done: in.Done})
 	if raised != nil {
 		return "", raised
 	}

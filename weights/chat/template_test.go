@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/wspec/wspec/weights/chat/internal/jinja"
 )
 
 func msgs(pairs ...string) Input {

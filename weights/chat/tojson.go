@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/wspec/wspec/weights/chat/internal/jinja"
 )
 
 // tojsonName is the name the template's tojson filter is renamed to, so that wspec's own
@@ -37,10 +37,10 @@ func tojson(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, err
 		switch {
 		case v.IsInt():
 			e.indentStr = strings.Repeat(" ", int(max(0, min(v.AsInt(), 64))))
-		case v.IsString():
+		case v.IsString() && len(v.AsString()) <= 64:
 			e.indentStr = v.AsString()
 		default:
-			return jinja.Undefined(), fmt.Errorf("tojson: indent must be an integer or a string")
+			return jinja.Undefined(), fmt.Errorf("tojson: indent must be an integer or a string of at most 64 bytes")
 		}
 		e.indent, e.item = 0, ","
 	}
@@ -79,7 +79,10 @@ func (e *jsonEncoder) newline(depth int) {
 
 func (e *jsonEncoder) value(v jinja.Value, depth int) error {
 	if depth > maxDepth {
-		return fmt.Errorf("tojson: nested more than %d deep", maxDepth)
+		return fmt.Errorf("%w: tojson of a value nested more than %d deep (or holding itself)", jinja.ErrLimit, maxDepth)
+	}
+	if e.b.Len() > jinja.MaxValueBytes {
+		return fmt.Errorf("%w: tojson of a value longer than %d bytes", jinja.ErrLimit, jinja.MaxValueBytes)
 	}
 	switch {
 	case v.IsNone():

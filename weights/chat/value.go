@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/wspec/wspec/weights/chat/internal/jinja"
 )
 
 // maxDepth bounds the nesting of a JSON value handed to a template (a hostile request could
