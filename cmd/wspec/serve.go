@@ -24,7 +24,7 @@ func runServe(args []string) error {
 	ef := addEngineFlags(fs)
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every interface; then set --api-key)")
 	port := fs.Int("port", 8000, "port to listen on (0: any free port, printed when ready)")
-	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1 requests (default: $WSPEC_API_KEY)")
+	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1 requests; /health, /metrics, /version, /tokenize and /detokenize stay open, as in vLLM (default: $WSPEC_API_KEY)")
 	name := fs.String("served-model-name", "", "the model's name in the API (default: the model folder's name)")
 	chatTemplate := fs.String("chat-template", "", "Jinja chat template (a file, or the template) instead of the model's")
 	maxBody := fs.Int64("max-request-bytes", serve.DefaultMaxBodyBytes, "largest request body accepted (larger: 413)")

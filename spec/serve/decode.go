@@ -278,9 +278,12 @@ func (c *contentField) UnmarshalJSON(b []byte) error {
 		return invalid("messages", codeInvalidType, "messages: a content must be a string or an array of {\"type\": \"text\", \"text\": ...} parts")
 	}
 	var sb strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" || p.Text == nil {
+	for i, p := range parts {
+		switch {
+		case p.Type != "text":
 			return invalid("messages", codeUnsupported, "messages: content parts of type %q are not supported (only \"text\")", p.Type)
+		case p.Text == nil:
+			return invalid("messages", codeInvalidType, "messages: content part %d of type \"text\" has no \"text\" string", i)
 		}
 		sb.WriteString(*p.Text)
 	}

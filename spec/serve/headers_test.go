@@ -248,7 +248,8 @@ func TestTokenizeDetokenize(t *testing.T) {
 		t.Errorf("/detokenize: %d %q %v", res.StatusCode, dr.Prompt, err)
 	}
 	res.Body.Close()
-	for path, body := range map[string]string{"/tokenize": `{"model": "x", "prompt": "a"}`, "/detokenize": `{"tokens": [-1]}`} {
+	for _, c := range [][2]string{{"/tokenize", `{"model": "x", "prompt": "a"}`}, {"/detokenize", `{"tokens": [-1]}`}, {"/detokenize", `{"tokens": [5, null]}`}} {
+		path, body := c[0], c[1]
 		res := f.do(t, "POST", path, body, nil)
 		if res.StatusCode/100 != 4 {
 			t.Errorf("%s %s: %d, want a 4xx", path, body, res.StatusCode)

@@ -67,6 +67,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"no messages", "/v1/chat/completions", `{"messages": []}`, "messages", codeMissing},
 		{"unknown role", "/v1/chat/completions", `{"messages": [{"role": "robot", "content": "hi"}]}`, "messages", codeInvalidValue},
 		{"numeric content", "/v1/chat/completions", `{"messages": [{"role": "user", "content": 5}]}`, "messages", codeInvalidType},
+		{"text part without text", "/v1/chat/completions", `{"messages": [{"role": "user", "content": [{"type": "text"}]}]}`, "messages", codeInvalidType},
 		{"image content", "/v1/chat/completions", `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}`, "messages", codeUnsupported},
 		{"top_logprobs without logprobs", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}`, "top_logprobs", codeInvalidValue},
 		{"top_logprobs 50", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": 50}`, "top_logprobs", codeInvalidValue},
@@ -172,6 +173,15 @@ func TestAuthLimitsAndRoutes(t *testing.T) {
 		t.Errorf("GET /v1/completions: %v %v", err, resp)
 	} else {
 		resp.Body.Close()
+	}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} { // the open routes too
+		req, _ := http.NewRequest(m, f.ts.URL+"/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" {
+			t.Errorf("%s /metrics: %v %v", m, err, resp)
+		} else {
+			resp.Body.Close()
+		}
 	}
 	if code, b := f.post(t, "/v1/embeddings", `{}`); code != http.StatusNotFound || !strings.Contains(string(b), `"not_found_error"`) {
 		t.Errorf("/v1/embeddings: %d %s", code, b)

@@ -33,7 +33,8 @@ type Config struct {
 	// ModelName is the model's name in requests and replies ("" is the model folder's name).
 	ModelName string
 	// APIKey, when set, is required of every /v1 request as "Authorization: Bearer <key>"
-	// (/health and /metrics stay open, as in vLLM).
+	// (/health, /metrics, /version, /tokenize and /detokenize stay open, as vLLM leaves every
+	// route outside /v1).
 	APIKey string
 	// MaxBodyBytes bounds a request's body (0: DefaultMaxBodyBytes); a larger one gets a 413.
 	MaxBodyBytes int64
@@ -184,7 +185,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/version", method("GET", handleVersion))
 	mux.HandleFunc("/tokenize", method("POST", s.handleTokenize))
 	mux.HandleFunc("/detokenize", method("POST", s.handleDetokenize))
-	mux.Handle("/metrics", s.metrics.Handler())
+	mux.HandleFunc("/metrics", method("GET", s.metrics.Handler().ServeHTTP))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Code: codeNotFound,
 			Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})

@@ -21,7 +21,7 @@ type tokenizeReply struct {
 
 type detokenizeRequest struct {
 	Model  string `json:"model"`
-	Tokens []int  `json:"tokens"`
+	Tokens []*int `json:"tokens"` // pointers: a null is refused, not read as token 0
 }
 
 type detokenizeReply struct {
@@ -63,11 +63,17 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, modelNotFound(req.Model, s.name))
 		return
 	}
-	for _, id := range req.Tokens {
-		if id < 0 || id >= s.tok.VocabSize() {
-			writeError(w, invalid("tokens", codeInvalidValue, "tokens: %d is not a token id of the vocabulary (0..%d)", id, s.tok.VocabSize()-1))
+	ids := make([]int, len(req.Tokens))
+	for i, id := range req.Tokens {
+		if id == nil {
+			writeError(w, invalid("tokens", codeInvalidValue, "tokens[%d]: null is not a token id", i))
 			return
 		}
+		if *id < 0 || *id >= s.tok.VocabSize() {
+			writeError(w, invalid("tokens", codeInvalidValue, "tokens: %d is not a token id of the vocabulary (0..%d)", *id, s.tok.VocabSize()-1))
+			return
+		}
+		ids[i] = *id
 	}
-	writeJSON(w, detokenizeReply{Prompt: s.tok.Decode(req.Tokens)})
+	writeJSON(w, detokenizeReply{Prompt: s.tok.Decode(ids)})
 }
