@@ -77,12 +77,29 @@ func resolveFolder(dir string) (string, error) {
 
 // CheckFolder says (an error wrapping ErrFolderExists) whether WriteFolder would refuse
 // dir, so that a command can refuse before minutes of work rather than after.
+// It also makes and removes a folder where WriteFolder would make its temporary one (in the
+// nearest existing ancestor), so a place that cannot be written (a read-only disk, /proc) is
+// refused first too.
 func CheckFolder(dir string, force bool) error {
 	dir, err := resolveFolder(dir)
 	if err != nil {
 		return err
 	}
-	return checkReplaceable(dir, force)
+	if err := checkReplaceable(dir, force); err != nil {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	for {
+		if _, err := os.Stat(parent); err == nil || filepath.Dir(parent) == parent {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	probe, err := os.MkdirTemp(parent, ".wspec-probe-")
+	if err != nil {
+		return fmt.Errorf("%s cannot be written: %w", dir, err)
+	}
+	return os.Remove(probe)
 }
 
 // modelFile reports whether a file of that name belongs to a model or drafter folder

@@ -129,7 +129,7 @@ func runDistillGen(args []string) error {
 }
 
 // checkOutFile refuses an output file that exists (unless force) or is not a regular file,
-// and one whose folder does not exist, before any work is done.
+// and one whose folder does not exist or cannot be written, before any work is done.
 func checkOutFile(path string, force bool) error {
 	fi, err := os.Stat(path)
 	switch {
@@ -143,7 +143,12 @@ func checkOutFile(path string, force bool) error {
 	if dir, err := os.Stat(filepath.Dir(path)); err != nil || !dir.IsDir() {
 		return fmt.Errorf("--out %s: its folder does not exist", path)
 	}
-	return nil
+	probe, err := os.CreateTemp(filepath.Dir(path), ".wspec-probe-")
+	if err != nil {
+		return fmt.Errorf("--out %s cannot be written: %w", path, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // forceHint adds to a refused output folder how to replace it, where --force would.

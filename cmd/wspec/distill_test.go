@@ -61,6 +61,13 @@ func TestDistillAndConvertRefuseOutputsFirst(t *testing.T) {
 	if b, _ := os.ReadFile(data); string(b) != "old" {
 		t.Error("the dataset changed")
 	}
+	// A place that cannot be written is refused first too (once, only after the work).
+	if err := runDistillGen([]string{"--model", "no-such-model", "--out", "/proc/x"}); err == nil || !strings.Contains(err.Error(), "cannot be written") {
+		t.Errorf("distill gen into /proc: %v", err)
+	}
+	if err := runDistillTrain([]string{"--data", "no-such-dataset", "--out", "/proc/x"}); err == nil || !strings.Contains(err.Error(), "cannot be written") {
+		t.Errorf("distill train into /proc: %v", err)
+	}
 	os.WriteFile(filepath.Join(model, "notes.txt"), []byte("mine"), 0o644)
 	raw := filepath.Join(home.Default(), "models", "stories15M-llama2c")
 	err = runConvert([]string{"--from", "llama2c", filepath.Join(raw, "model.bin"), filepath.Join(raw, "tokenizer.bin"), "--out", model, "--force"})

@@ -85,8 +85,11 @@ func parseBytes(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 || math.IsInf(v, 0) || v*mult > math.MaxInt64/2 {
+	if err != nil || !(v >= 0) || math.IsInf(v, 0) || v*mult > math.MaxInt64/2 {
 		return 0, fmt.Errorf("%q: want a size such as 2GiB, 500MB or a number of bytes", s)
+	}
+	if n := int64(v * mult); v > 0 && n < 1<<20 {
+		return 0, fmt.Errorf("%q is %d bytes: want at least 1MiB (0 plans it from the adapter's memory)", s, n)
 	}
 	return int64(v * mult), nil
 }

@@ -120,7 +120,7 @@ func runServe(args []string) error {
 		spec = fmt.Sprintf("%s, k=%d", info.Method, info.K)
 	}
 	fmt.Fprintf(os.Stderr, "%s on %s, %s weights; speculation %s; chat template: %s\n%s\n", info.Dir, info.Adapter, info.DType, spec, s.ChatTemplateSource(), info.Memory)
-	if ip := net.ParseIP(*host); *apiKey == "" && (ip == nil || !ip.IsLoopback()) {
+	if *apiKey == "" && !isLoopback(*host) {
 		fmt.Fprintf(os.Stderr, "warning: listening on %s without --api-key: anyone who reaches it can use it\n", *host)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -132,4 +132,13 @@ func runServe(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "stopped after %v\n", time.Since(t0).Round(time.Second))
 	return nil
+}
+
+// isLoopback says whether host (an address or "localhost") reaches this machine only.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -29,6 +29,10 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout"},
 		{[]string{"--max-request-bytes", "0"}, "--max-request-bytes 0"},
 		{[]string{"--num-gpu-blocks-override", "-4"}, "num_gpu_blocks_override -4"},
+		{[]string{"--num-gpu-blocks-override", "1152921504606846976"}, "num_gpu_blocks_override 1152921504606846976"},
+		{[]string{"--kv-cache-memory", "0.5"}, "at least 1MiB"},
+		{[]string{"--kv-cache-memory", "NaN"}, "want a size"},
+		{[]string{"--kv-cache-memory", "-2GiB"}, "want a size"},
 		{[]string{"-k", "3"}, "without --speculative-mode"},
 		{[]string{"--speculative-mode", "telepathy"}, "unknown method"},
 		{[]string{"one", "two"}, "unexpected argument"},
@@ -136,5 +140,15 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/health"); err == nil {
 		t.Error("the server still answers after it exited")
+	}
+}
+
+// serve and web warn when they listen beyond this machine (web once did not).
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{"127.0.0.1": true, "::1": true, "localhost": true, "127.0.0.2": true,
+		"0.0.0.0": false, "": false, "::": false, "192.168.1.4": false, "example.com": false} {
+		if got := isLoopback(host); got != want {
+			t.Errorf("isLoopback(%q) = %v", host, got)
+		}
 	}
 }

@@ -59,6 +59,9 @@ func runWeb(args []string) error {
 		return err
 	}
 	defer ln.Close()
+	if !isLoopback(*host) {
+		fmt.Fprintf(os.Stderr, "warning: listening on %s: anyone who reaches it can download the model's files (the page has no password)\n", *host)
+	}
 	if *wasm != "" {
 		site.Wasm, site.WasmExec = *wasm, filepath.Join(filepath.Dir(*wasm), "wasm_exec.js")
 	} else {

@@ -148,8 +148,8 @@ func Load(dir string, o Options) (*Engine, error) {
 	default:
 		return nil, invalid("dtype", "dtype %q: want auto, f32 or f16", o.DType)
 	}
-	if o.Pages < 0 {
-		return nil, invalid("num_gpu_blocks_override", "num_gpu_blocks_override %d: want 0 (the default) or more", o.Pages)
+	if o.Pages < 0 || o.Pages > MaxPages {
+		return nil, invalid("num_gpu_blocks_override", "num_gpu_blocks_override %d: want 0 (the default) to %d", o.Pages, MaxPages)
 	}
 	switch {
 	case o.MaxNumSeqs < 0 || o.MaxNumSeqs > MaxNumSeqsLimit:

@@ -28,6 +28,9 @@ const (
 	// DefaultGPUMemoryUtilization is the share of a GPU's memory the engine plans to use
 	// (vLLM's --gpu-memory-utilization default).
 	DefaultGPUMemoryUtilization = 0.9
+	// MaxPages bounds Options.Pages: 2^24 pages of 16 tokens, 268 million tokens (more than
+	// any device holds; beyond it the budget's arithmetic would overflow).
+	MaxPages = 1 << 24
 	// DefaultCPUKVCacheMemory is the KV cache of a CPU adapter (lavapipe), whose memory is the
 	// host's, shared with everything else: vLLM's CPU backend's default KV space.
 	DefaultCPUKVCacheMemory = 4 << 30
@@ -99,7 +102,7 @@ func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightTyp
 	case o.KVCacheMemory > 0:
 		p.KVBudget = o.KVCacheMemory
 	case o.Pages > 0:
-		p.KVBudget = int64(o.Pages*pageSize) * p.KVBytesPerToken
+		p.KVBudget = int64(o.Pages) * int64(pageSize) * p.KVBytesPerToken
 	case p.DeviceMemory > 0:
 		room := int64(util*float64(p.DeviceMemory)) - p.WeightBytes - p.ActivationBytes
 		if room <= 0 {
