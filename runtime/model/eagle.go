@@ -234,6 +234,13 @@ func (e *Eagle) Release() {
 	if e.bufs.tok == nil {
 		return
 	}
+	// The programs first: their bind groups hold the buffers (and so their memory) until released.
+	for _, p := range append([]*runtime.Program{e.catchM, e.catchT}, e.depths...) {
+		if p != nil {
+			p.Release()
+		}
+	}
+	e.catchM, e.catchT, e.depths = nil, nil, nil
 	b, ly := &e.bufs, &e.layer
 	for _, buf := range []*webgpu.Buffer{b.tok, b.fin, b.e, b.u, b.x, b.qkv, b.att, b.h, b.logits, b.ids,
 		b.pageTable, b.in, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {

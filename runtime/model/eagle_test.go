@@ -3,7 +3,11 @@ package model
 import (
 	"errors"
 	"math/rand"
+	"os"
+	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/wspec/wspec/runtime/batch"
@@ -253,6 +257,53 @@ func TestEagleDraftsSequencesInOneSubmit(t *testing.T) {
 	for i := range alone {
 		if len(alone[i]) != 2+2*i || !slices.Equal(alone[i], together[i]) {
 			t.Errorf("sequence %d: drafts %v alone, %v together", i, alone[i], together[i])
+		}
+	}
+}
+
+// Releasing a head frees its memory: its programs' bind groups held every buffer of the head
+// (on a CPU adapter, host memory), so each EAGLE-3 engine loaded and closed once left its head
+// behind.
+func TestEagleReleaseFreesMemory(t *testing.T) {
+	d := testDevice(t)
+	rss := func() int64 {
+		if err := d.Reclaim(); err != nil { // the library frees buffers after a submit completes
+			t.Fatal(err)
+		}
+		debug.FreeOSMemory()
+		b, err := os.ReadFile("/proc/self/statm")
+		if err != nil {
+			t.Fatalf("no /proc/self/statm: %v", err)
+		}
+		pages, _ := strconv.ParseInt(strings.Fields(string(b))[1], 10, 64)
+		return pages * int64(os.Getpagesize())
+	}
+	// A head of 12 MiB (its MLP: intermediate 16384 at hidden 64, F32).
+	c := weights.Config{Arch: "llama", Dim: 64, HiddenDim: 16384, NHeads: 4, NKVHeads: 2, HeadDim: 16, MaxSeq: 96,
+		RopeTheta: 10000, RMSEps: 1e-5, BOS: -1}
+	w := writeEagleHead(t, weights.EagleKind3, c, 0, 7, weights.EagleWriteOptions{})
+	aux, err := w.AuxLayers(eagleTarget.NLayers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(d, ref.RandomLlama(eagleTarget, 3), Options{PageSize: 8, PrefillChunk: 32, AuxLayers: aux, FeatureSlots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	var first int64
+	for i := range 6 {
+		h, err := NewEagle(m, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+		if i == 0 {
+			first = rss()
+			continue
+		}
+		if grew := rss() - first; grew > 12<<20 {
+			t.Fatalf("after %d heads loaded and released the process grew by %d MB (a head is 12 MB)", i+1, grew>>20)
 		}
 	}
 }
