@@ -1,6 +1,10 @@
 // argmax_rows.wgsl: out[out_off + r] = argmax_i x[r, i] (lowest index on ties), one workgroup
 // per row r. With MAP, the index is translated through map: id + map[id] (EAGLE-3's d2t, from
-// a draft vocabulary to the target's). Drafters chain it into the next embed's tokens.
+// a draft vocabulary to the target's). Drafters chain it into the next embed's tokens. With
+// GUMBEL, the row is sampled instead: argmax_i x[r, i] / T + g_i, g_i Gumbel noise keyed by
+// (seed, r, pos, i) (common.wgsl's generator), which draws i from softmax(x[r] / T) (the
+// Gumbel-max trick); draw holds 1/T (as f32 bits; 0: this dispatch takes the argmax), the
+// seed's low and high words and pos.
 //!include common.wgsl
 struct Params { cols: u32, out_off: u32, _a: u32, _b: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
@@ -8,7 +12,9 @@ struct Params { cols: u32, out_off: u32, _a: u32, _b: u32 }
 @group(0) @binding(2) var<storage, read> x: array<f32>;           // [rows, cols]
 @group(0) @binding(3) var<storage, read> map: array<i32>;         // [cols] when MAP
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;   // [out_off + rows]
+@group(0) @binding(5) var<storage, read> draw: array<u32>;        // [4] when GUMBEL: 1/T bits, seed lo, seed hi, pos
 override MAP: bool = false;
+override GUMBEL: bool = false;
 const WG: u32 = 64u;
 var<workgroup> bv: array<f32, WG>;
 var<workgroup> bi: array<u32, WG>;
@@ -19,8 +25,10 @@ fn main(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) wg: vec3u
   let r = wg.x;
   var v = -3.0e38;
   var i = 0xffffffffu;
+  let sampled = GUMBEL && draw[0] != 0u;
   for (var c = l.x; c < P.cols; c += WG) {
-    let xv = x[r * P.cols + c];
+    var xv = x[r * P.cols + c];
+    if (sampled) { xv = xv * bitcast<f32>(draw[0]) + gumbel(draw[1], draw[2], r, draw[3], c); }
     if (xv > v) { v = xv; i = c; }
   }
   bv[l.x] = v;

@@ -217,6 +217,19 @@ func Argmax(x []float32) int {
 	return best
 }
 
+// ArgmaxGumbel is argmax_rows with GUMBEL for row r: the index of the largest
+// x[i] * invT + Gumbel(seed, r, pos, i), in the device's f32 arithmetic (lowest index on
+// ties), a draw from softmax(x * invT).
+func ArgmaxGumbel(x []float32, invT float32, seed uint64, r, pos uint32) int {
+	best, at := float32(math.Inf(-1)), 0
+	for i, v := range x {
+		if s := v*invT + Gumbel(seed, r, pos, uint32(i)); s > best {
+			best, at = s, i
+		}
+	}
+	return at
+}
+
 // argmax64 is Argmax over float64 values.
 func argmax64(x []float64) int {
 	best := 0

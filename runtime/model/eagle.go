@@ -45,6 +45,7 @@ type Eagle struct {
 	catchM *runtime.Program   // catch-up, at most 9 rows (one block)
 	catchT *runtime.Program   // catch-up, more rows (blocks of 8)
 	depths []*runtime.Program // depth j+1 (j = 0..maxK-2): one row, argmax into ids[j+1]
+	d2t    []int64            // EAGLE-3's draft-to-target id offsets (nil: the same vocabulary)
 }
 
 // EagleSeq is one sequence's drafting state on an Eagle head: its KV pages and how far its
@@ -53,10 +54,11 @@ type EagleSeq struct {
 	e         *Eagle
 	slot      batch.Slot // the target's feature slot of the sequence
 	seq       *kv.Sequence
-	base      int   // position of cache row 0 (> 0 when early features were never seen)
-	committed int   // positions < committed are in the cache (from target features)
-	synced    int   // len(ctx) of the last Draft
-	cache     []int // drafts already read back for the synced context
+	base      int       // position of cache row 0 (> 0 when early features were never seen)
+	committed int       // positions < committed are in the cache (from target features)
+	synced    int       // len(ctx) of the last Draft
+	cache     []int     // drafts already read back for the synced context
+	cacheQ    []float32 // and their distributions when sampled (nil: argmax)
 }
 
 // NewSeq starts drafting for the target sequence whose steps keep their features in slot
@@ -79,8 +81,10 @@ type eagleLayer struct {
 
 type eagleBufs struct {
 	tok, fin, e, u, x, qkv, att, h, logits, ids, pageTable *webgpu.Buffer
-	in                                                     *webgpu.Buffer // Draft's inputs: tokens, page tables, Step blocks
+	in                                                     *webgpu.Buffer // Draft's inputs: tokens, page tables, Step blocks, draw params
+	draw                                                   *webgpu.Buffer // [4] u32: argmax_rows' draw params for the next program
 	staging                                                *webgpu.Buffer // map-read copy of ids, per request
+	qStage                                                 *webgpu.Buffer // map-read copy of sampled drafts' logits (made at the first)
 }
 
 // NewEagle uploads head w (in the target's weight type) next to target t. An EAGLE-3 target
@@ -89,7 +93,7 @@ func NewEagle(t *Model, w *weights.Eagle) (*Eagle, error) {
 	if err := w.CheckTarget(&t.Cfg); err != nil {
 		return nil, err
 	}
-	e := &Eagle{t: t, d: t.d, kind: w.Kind, cfg: w.Cfg, featW: t.Cfg.Dim, vOut: t.Cfg.Vocab, maxK: t.Opts.MaxDraft}
+	e := &Eagle{t: t, d: t.d, kind: w.Kind, cfg: w.Cfg, featW: t.Cfg.Dim, vOut: t.Cfg.Vocab, maxK: t.Opts.MaxDraft, d2t: w.D2T}
 	if w.Kind == weights.EagleKind3 {
 		want, err := w.AuxLayers(t.Cfg.NLayers)
 		if err != nil {
@@ -215,7 +219,7 @@ func (e *Eagle) allocate() error {
 		{&b.u, chunk * 2 * H, "u"}, {&b.x, chunk * H, "x"}, {&b.qkv, chunk * qkvW, "qkv"},
 		{&b.att, chunk * c.NHeads * c.HeadDim, "att"}, {&b.h, chunk * 2 * c.HiddenDim, "h"},
 		{&b.logits, e.vOut, "logits"}, {&b.ids, e.maxK, "ids"}, {&b.pageTable, e.pagesPerSeq(), "page_table"},
-		{&b.in, int(e.inBytes() / 4), "inputs"},
+		{&b.in, int(e.inBytes() / 4), "inputs"}, {&b.draw, 4, "draw"},
 	}
 	for _, s := range sizes {
 		buf, err := e.d.NewStorage("eagle."+s.s, uint64(4*s.n))
@@ -243,7 +247,7 @@ func (e *Eagle) Release() {
 	e.catchM, e.catchT, e.depths = nil, nil, nil
 	b, ly := &e.bufs, &e.layer
 	for _, buf := range []*webgpu.Buffer{b.tok, b.fin, b.e, b.u, b.x, b.qkv, b.att, b.h, b.logits, b.ids,
-		b.pageTable, b.in, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
+		b.pageTable, b.in, b.draw, b.staging, b.qStage, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
 		if buf != nil {
 			buf.Release()
 		}

@@ -20,7 +20,8 @@ import (
 //	         u[:, H:] = rmsnorm_hidden(x);  qkv = Wqkv u
 //	rope_kv; attention; x += Wo att; h = W13 rmsnorm_post(x); x += W2 swiglu(h)
 //	logits = lm_head(x last row)  (EAGLE-3: rmsnorm_norm first)
-//	ids[depth] = argmax logits  (EAGLE-3: + d2t)
+//	ids[depth] = argmax logits  (EAGLE-3: + d2t), or a draw from softmax(logits / T) when
+//	             the draw params say so (argmax_rows' GUMBEL)
 func (e *Eagle) record(rows int, catchup bool, depth int) (*runtime.Program, error) {
 	c, ly, b, d := e.cfg, &e.layer, &e.bufs, e.d
 	p, err := d.NewProgram()
@@ -100,7 +101,7 @@ func (e *Eagle) record(rows int, catchup bool, depth int) (*runtime.Program, err
 	if err := p.AddMat("eagle.lm_head", ly.lmHead, b.x, b.logits, e.vOut, head, 1, dummy); err != nil {
 		return nil, err
 	}
-	o := runtime.Overrides{}
+	o := runtime.Overrides{"GUMBEL": 1} // draw (written before each encode) says argmax or sample
 	mp := dummy
 	if ly.d2t != nil {
 		o["MAP"], mp = 1, ly.d2t
@@ -108,7 +109,7 @@ func (e *Eagle) record(rows int, catchup bool, depth int) (*runtime.Program, err
 	err = p.Add(runtime.KernelCall{
 		Kernel: "argmax_rows", Overrides: o,
 		Params:  runtime.ArgmaxParams{Cols: uint32(e.vOut), OutOff: uint32(depth)},
-		Buffers: []webgpu.Binding{{Buffer: b.logits}, {Buffer: mp}, {Buffer: b.ids}},
+		Buffers: []webgpu.Binding{{Buffer: b.logits}, {Buffer: mp}, {Buffer: b.ids}, {Buffer: b.draw}},
 		Grid:    runtime.Fixed(1, 1, 1),
 	})
 	return p, err

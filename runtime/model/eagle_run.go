@@ -3,9 +3,11 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/webgpu"
 )
 
 // EagleDraft is one sequence's part of an Eagle.Draft call.
@@ -13,7 +15,12 @@ type EagleDraft struct {
 	Seq *EagleSeq
 	Ctx []int // the sequence so far (prompt and output); the drafts follow it
 	K   int   // drafts at most (the head drafts at most the target's MaxDraft)
-	Out []int // set by Draft
+	// Sampling is how the target samples the sequence: at a temperature, the head samples
+	// its drafts from softmax(logits / T) with a key of its own derived from Seed and Choice,
+	// and returns that distribution in Q; greedy, it takes the argmax (Q nil).
+	Sampling batch.Sampling
+	Out      []int     // set by Draft
+	Q        []float32 // set by Draft when sampling: [len(Out), target vocab], row j draft j's distribution
 }
 
 // eaglePlan is what Draft encodes for one request.
@@ -23,7 +30,23 @@ type eaglePlan struct {
 	featOff                              uint64 // the catch-up's first feature row in the target's slots
 	k                                    int    // depths drafted (0: catch-up only)
 	offTok, offPages, offCatch, offDepth uint64
+	offDraw                              uint64 // the programs' draw params, drawParamBytes each
 	pages                                int
+	invT                                 float32 // 1/T when sampling, else 0
+}
+
+// drawParamBytes is one program's argmax_rows draw params: 1/T, the key's two words, the
+// position.
+const drawParamBytes = 16
+
+// drawKey is the head's own random key for a sequence sampled with s: the target's key
+// (Seed, Choice) mixed (splitmix64), so the drafts' noise is independent of the draws the
+// target's sampler makes with its key.
+func drawKey(s batch.Sampling) uint64 {
+	z := s.Seed ^ uint64(s.Choice)*0x9e3779b97f4a7c15 ^ 0xd1b54a32d192ed03
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // Draft drafts for every request, all of them in one submit with one readback of the draft
@@ -48,13 +71,16 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 	plans := make([]eaglePlan, len(reqs))
 	var blob []byte
 	put := func(b []byte) uint64 { off := uint64(len(blob)); blob = append(blob, b...); return off }
-	work := false
+	work, sampled := false, false
 	for i := range reqs {
 		r := &reqs[i]
-		r.Out = nil
+		r.Out, r.Q = nil, nil
 		s := r.Seq
 		if len(r.Ctx) == s.synced && s.cache != nil { // the same context as the last call
 			r.Out = s.cache[:min(r.K, len(s.cache))]
+			if s.cacheQ != nil {
+				r.Q = s.cacheQ[:len(r.Out)*e.t.Cfg.Vocab]
+			}
 			continue
 		}
 		p, toks, err := s.plan(r.Ctx, min(r.K, e.maxK))
@@ -77,6 +103,15 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		for j := 1; j < p.k; j++ {
 			put(runtime.ParamBytes(runtime.StepBlock{M: 1, Pos0: uint32(local + j - 1)}))
 		}
+		if t := r.Sampling.Temperature; t > 0 && p.k > 0 {
+			p.invT = 1 / t
+			sampled = true
+		}
+		key := drawKey(r.Sampling)
+		p.offDraw = uint64(len(blob))
+		for j := 0; j < max(p.k, 1); j++ { // the catch-up's, then each depth's
+			put(runtime.U32Bytes([]uint32{math.Float32bits(p.invT), uint32(key), uint32(key >> 32), uint32(len(r.Ctx) + j)}))
+		}
 		plans[i] = p
 		work = true
 	}
@@ -84,6 +119,13 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		return nil
 	}
 	b := &e.bufs
+	qRow := uint64(4 * e.vOut)
+	if sampled && b.qStage == nil {
+		var err error
+		if b.qStage, err = e.d.CreateBuffer("eagle.logits staging", qRow*uint64(e.maxK*e.t.Opts.MaxSeqs), webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+			return err
+		}
+	}
 	b.in.Write(0, blob)
 	enc := e.d.NewEncoder()
 	H := uint64(4 * e.cfg.Dim)
@@ -99,11 +141,20 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		if p.catch > 9 {
 			prog = e.catchT
 		}
+		keepLogits := func(j int) { // a sampled draft's distribution is read back
+			if p.invT > 0 {
+				enc.Copy(b.logits, 0, b.qStage, uint64(i*e.maxK+j)*qRow, qRow)
+			}
+		}
+		enc.Copy(b.in, p.offDraw, b.draw, 0, drawParamBytes)
 		prog.EncodeFrom(enc, &runtime.StepBlock{M: uint32(p.catch)}, b.in, p.offCatch)
+		keepLogits(0)
 		enc.Copy(b.x, uint64(p.catch-1)*H, b.fin, 0, H) // the last row's output feeds depth 2
 		for j := 1; j < p.k; j++ {
 			enc.Copy(b.ids, uint64(4*(j-1)), b.tok, 0, 4)
+			enc.Copy(b.in, p.offDraw+uint64(j*drawParamBytes), b.draw, 0, drawParamBytes)
 			e.depths[j-1].EncodeFrom(enc, &runtime.StepBlock{M: 1}, b.in, p.offDepth+uint64((j-1)*runtime.StepBlockBytes))
+			keepLogits(j)
 			enc.Copy(b.x, 0, b.fin, 0, H)
 		}
 		if p.k > 0 {
@@ -117,6 +168,13 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 	if err := b.staging.Read(0, raw); err != nil {
 		return err
 	}
+	var logits []byte
+	if sampled {
+		logits = make([]byte, uint64(len(reqs)*e.maxK)*qRow)
+		if err := b.qStage.Read(0, logits); err != nil {
+			return err
+		}
+	}
 	for i, p := range plans {
 		if p.k == 0 {
 			continue
@@ -129,9 +187,42 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 				return fmt.Errorf("model: eagle drafted id %d outside the vocabulary of %d", drafts[j], e.t.Cfg.Vocab)
 			}
 		}
-		r.Seq.cache, r.Out = drafts, drafts[:min(r.K, len(drafts))]
+		r.Seq.cache, r.Seq.cacheQ, r.Out = drafts, nil, drafts[:min(r.K, len(drafts))]
+		if p.invT > 0 {
+			q := make([]float32, p.k*e.t.Cfg.Vocab)
+			for j := range p.k {
+				row := logits[uint64(i*e.maxK+j)*qRow:][:qRow]
+				e.distribution(row, p.invT, q[j*e.t.Cfg.Vocab:(j+1)*e.t.Cfg.Vocab])
+			}
+			r.Seq.cacheQ, r.Q = q, q[:len(r.Out)*e.t.Cfg.Vocab]
+		}
 	}
 	return nil
+}
+
+// distribution writes into q (the target's vocabulary) softmax(logits / T) of the head's
+// logits row (little-endian f32, its own vocabulary), the distribution argmax_rows sampled
+// the draft from; EAGLE-3's draft ids go to their target ids (d2t), the rest stay 0.
+func (e *Eagle) distribution(row []byte, invT float32, q []float32) {
+	n := len(row) / 4
+	z := make([]float64, n)
+	mx := math.Inf(-1)
+	for i := range n {
+		z[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:])) * invT)
+		mx = max(mx, z[i])
+	}
+	sum := 0.0
+	for i := range z {
+		z[i] = math.Exp(z[i] - mx)
+		sum += z[i]
+	}
+	for i, v := range z {
+		id := i
+		if e.d2t != nil {
+			id += int(e.d2t[i])
+		}
+		q[id] = float32(v / sum)
+	}
 }
 
 // plan updates the sequence's state for a Draft of ctx: it drops the rows the last call
@@ -185,9 +276,9 @@ func (s *EagleSeq) plan(ctx []int, k int) (p eaglePlan, toks []uint32, err error
 func (s *EagleSeq) CacheLen() (rows, base int) { return s.seq.Len(), s.base }
 
 // inBytes is the size of Draft's input buffer: per sequence, the catch-up's tokens, the page
-// table and the Step blocks.
+// table, the Step blocks and the draw params.
 func (e *Eagle) inBytes() uint64 {
-	per := 4*e.t.Opts.PrefillChunk + 4*e.pagesPerSeq() + runtime.StepBlockBytes*e.maxK
+	per := 4*e.t.Opts.PrefillChunk + 4*e.pagesPerSeq() + runtime.StepBlockBytes*e.maxK + drawParamBytes*e.maxK
 	return uint64(e.t.Opts.MaxSeqs * per)
 }
 

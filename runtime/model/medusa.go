@@ -191,7 +191,7 @@ func (md *Medusa) record() error {
 		}
 		err := p.Add(runtime.KernelCall{
 			Kernel: "argmax_rows", Params: runtime.ArgmaxParams{Cols: uint32(c.Vocab), OutOff: uint32(k)},
-			Buffers: []webgpu.Binding{{Buffer: md.logits}, {Buffer: t.dummy}, {Buffer: md.ids}},
+			Buffers: []webgpu.Binding{{Buffer: md.logits}, {Buffer: t.dummy}, {Buffer: md.ids}, {Buffer: t.dummy}},
 			Grid:    runtime.Fixed(1, 1, 1),
 		})
 		if err != nil {

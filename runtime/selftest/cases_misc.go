@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"math"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -49,19 +50,84 @@ func copyRowsRun(c *checker, width, m int) {
 
 func argmaxCases() []testCase {
 	var out []testCase
-	for _, mapped := range []bool{false, true} {
+	for _, v := range []struct{ mapped, gumbel bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		variant := "f32"
-		if mapped {
-			variant = "f32+MAP"
+		if v.mapped {
+			variant += "+MAP"
+		}
+		if v.gumbel {
+			variant += "+GUMBEL"
 		}
 		for _, cols := range []int{1, 7, 33, 4097, modelVocab} {
 			for rows := 1; rows <= 3; rows++ {
 				out = append(out, newCase("argmax_rows", variant, fmt.Sprintf("cols=%d rows=%d", cols, rows), wgsl.F32,
-					func(c *checker) { argmaxRun(c, mapped, cols, rows) }))
+					func(c *checker) {
+						if v.gumbel {
+							argmaxGumbelRun(c, v.mapped, cols, rows)
+						} else {
+							argmaxRun(c, v.mapped, cols, rows)
+						}
+					}))
 			}
 		}
 	}
 	return out
+}
+
+// argmaxGumbelRun checks the sampled rows (GUMBEL) against kernelref.ArgmaxGumbel over 19
+// keys at a temperature of 0.7, and over one key with draw[0] = 0 against the argmax: the device computes the noise's logarithms in its own f32, so
+// a draw whose two best scores are closer than that rounding may differ; at most one of the
+// case's 20 x rows draws may. out[0..2] and out[2 + rows] must keep their poison.
+func argmaxGumbelRun(c *checker, mapped bool, cols, rows int) {
+	const outOff, keys, invT = 2, 20, float32(1 / 0.7)
+	x := c.randomLogits(rows*cols, 2)
+	d2t := make([]uint32, cols)
+	for i := range d2t {
+		d2t[i] = uint32(int32(c.rng.Intn(4*cols) - i))
+	}
+	o := runtime.Overrides{"GUMBEL": 1}
+	if mapped {
+		o["MAP"] = 1
+	}
+	xb, mb := c.f32(x), c.u32(d2t)
+	differ := 0
+	for k := 0; k < keys; k++ {
+		seed, pos := c.rng.Uint64(), uint32(c.rng.Intn(1<<20))
+		poison := make([]uint32, outOff+rows+1)
+		for i := range poison {
+			poison[i] = PoisonU32
+		}
+		out := c.u32(poison)
+		it := invT
+		if k == 0 {
+			it = 0 // draw[0] = 0: the plain argmax
+		}
+		draw := c.u32([]uint32{math.Float32bits(it), uint32(seed), uint32(seed >> 32), pos})
+		c.dispatch(runtime.StepBlock{M: uint32(rows)}, runtime.KernelCall{Kernel: "argmax_rows", Weights: wgsl.F32, Overrides: o,
+			Params:  runtime.ArgmaxParams{Cols: uint32(cols), OutOff: outOff},
+			Buffers: []webgpu.Binding{{Buffer: xb}, {Buffer: mb}, {Buffer: out}, {Buffer: draw}},
+			Grid:    runtime.Fixed(uint32(rows), 1, 1)})
+		got := c.readU32(out, len(poison))
+		want := append([]uint32(nil), poison...)
+		for r := 0; r < rows; r++ {
+			id := kernelref.ArgmaxGumbel(x[r*cols:(r+1)*cols], invT, seed, uint32(r), pos)
+			if it == 0 {
+				id = kernelref.Argmax(x[r*cols : (r+1)*cols])
+			}
+			if mapped {
+				id += int(int32(d2t[id]))
+			}
+			want[outOff+r] = uint32(id)
+			if got[outOff+r] != want[outOff+r] {
+				differ++
+				got[outOff+r] = want[outOff+r] // counted; the rest must match exactly
+			}
+		}
+		c.expectU32("out", got, want)
+	}
+	if differ > 1 {
+		c.mismatch(fmt.Sprintf("%d of %d sampled draws differ from the reference's", differ, keys*rows))
+	}
 }
 
 // argmaxRun checks out[2 + r] = Argmax(row r) (+ map[id] with MAP) against kernelref.Argmax, the
@@ -89,7 +155,7 @@ func argmaxRun(c *checker, mapped bool, cols, rows int) {
 	out := c.u32(poison)
 	c.dispatch(runtime.StepBlock{M: uint32(rows)}, runtime.KernelCall{Kernel: "argmax_rows", Weights: wgsl.F32, Overrides: o,
 		Params:  runtime.ArgmaxParams{Cols: uint32(cols), OutOff: outOff},
-		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: c.u32(d2t)}, {Buffer: out}},
+		Buffers: []webgpu.Binding{{Buffer: c.f32(x)}, {Buffer: c.u32(d2t)}, {Buffer: out}, {Buffer: c.dummy()}},
 		Grid:    runtime.Fixed(uint32(rows), 1, 1)})
 	want := append([]uint32(nil), poison...)
 	for r := 0; r < rows; r++ {

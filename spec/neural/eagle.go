@@ -42,7 +42,9 @@ func openEagle(kind, dir string, target *weights.Config) (*eagleCheckpoint, erro
 	return c, nil
 }
 
-func (c *eagleCheckpoint) Needs() spec.Needs { return spec.Needs{AuxLayers: c.aux, Features: true} }
+func (c *eagleCheckpoint) Needs() spec.Needs {
+	return spec.Needs{AuxLayers: c.aux, Features: true, DraftQ: true}
+}
 
 // Load uploads the head next to target, which must have been made with Needs().
 func (c *eagleCheckpoint) Load(target *model.Model) (spec.Method, error) {
@@ -57,8 +59,11 @@ func (c *eagleCheckpoint) Load(target *model.Model) (spec.Method, error) {
 // target's device: one decoder layer that reads the target's features of the accepted
 // positions (EAGLE-1: the last hidden state after the final norm; EAGLE-3: the residual
 // stream entering three layers), kept for it in each sequence's feature slot, and keeps a
-// KV cache per sequence. It drafts greedily (one-hot, Q nil), so the rejection sampler keeps
-// the output exactly the target's; every drafting sequence of a step in one submit.
+// KV cache per sequence. For a greedy sequence it drafts the argmax (one-hot, Q nil); for one
+// sampled at a temperature T it samples its drafts from softmax(logits / T) on the device and
+// returns that distribution (Q), which the rejection sampler verifies against, so the output
+// stays exactly the target's either way and more sampled drafts are accepted than one-hot
+// ones. Every drafting sequence of a step in one submit.
 type EagleMethod struct {
 	head *model.Eagle
 	t    *model.Model
@@ -90,13 +95,13 @@ func (m *EagleMethod) Propose(ps []spec.Proposal) error {
 		if !ok || d.m != m || d.seq == nil {
 			return fmt.Errorf("neural: %s: a proposal for another method's drafter", m.Name())
 		}
-		reqs[i] = model.EagleDraft{Seq: d.seq, Ctx: p.Ctx, K: p.K}
+		reqs[i] = model.EagleDraft{Seq: d.seq, Ctx: p.Ctx, K: p.K, Sampling: p.Sampling}
 	}
 	if err := m.head.Draft(reqs); err != nil {
 		return err
 	}
 	for i := range ps {
-		ps[i].Drafts, ps[i].Q = reqs[i].Out, nil
+		ps[i].Drafts, ps[i].Q = reqs[i].Out, reqs[i].Q
 	}
 	return nil
 }

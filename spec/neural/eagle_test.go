@@ -126,7 +126,7 @@ func eagleModelWT(t testing.TB, w *weights.LlamaWeights, kind string, wt wgsl.We
 	if kind == weights.EagleKind3 {
 		aux = []int{2, 2, 1}
 	}
-	m, err := model.New(loopDevice(t), w, model.Options{Weights: wt, PageSize: 8, PrefillChunk: 32, AuxLayers: aux, FeatureSlots: model.SlotPerSequence})
+	m, err := model.New(loopDevice(t), w, model.Options{Weights: wt, PageSize: 8, PrefillChunk: 32, AuxLayers: aux, FeatureSlots: model.SlotPerSequence, DraftQ: true})
 	if err != nil {
 		t.Fatal(err)
 	}
