@@ -1,8 +1,8 @@
 package selftest
 
 import (
-	"math"
 	"fmt"
+	"math"
 	"slices"
 	"unsafe"
 
