@@ -3,7 +3,6 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
@@ -33,20 +32,6 @@ type eaglePlan struct {
 	offDraw                              uint64 // the programs' draw params, drawParamBytes each
 	pages                                int
 	invT                                 float32 // 1/T when sampling, else 0
-}
-
-// drawParamBytes is one program's argmax_rows draw params: 1/T, the key's two words, the
-// position.
-const drawParamBytes = 16
-
-// drawKey is the head's own random key for a sequence sampled with s: the target's key
-// (Seed, Choice) mixed (splitmix64), so the drafts' noise is independent of the draws the
-// target's sampler makes with its key.
-func drawKey(s batch.Sampling) uint64 {
-	z := s.Seed ^ uint64(s.Choice)*0x9e3779b97f4a7c15 ^ 0xd1b54a32d192ed03
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
 }
 
 // Draft drafts for every request, all of them in one submit with one readback of the draft
@@ -110,7 +95,7 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		key := drawKey(r.Sampling)
 		p.offDraw = uint64(len(blob))
 		for j := 0; j < max(p.k, 1); j++ { // the catch-up's, then each depth's
-			put(runtime.U32Bytes([]uint32{math.Float32bits(p.invT), uint32(key), uint32(key >> 32), uint32(len(r.Ctx) + j)}))
+			put(drawParams(p.invT, key, len(r.Ctx)+j))
 		}
 		plans[i] = p
 		work = true
@@ -192,37 +177,12 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 			q := make([]float32, p.k*e.t.Cfg.Vocab)
 			for j := range p.k {
 				row := logits[uint64(i*e.maxK+j)*qRow:][:qRow]
-				e.distribution(row, p.invT, q[j*e.t.Cfg.Vocab:(j+1)*e.t.Cfg.Vocab])
+				distribution(row, p.invT, e.d2t, q[j*e.t.Cfg.Vocab:(j+1)*e.t.Cfg.Vocab])
 			}
 			r.Seq.cacheQ, r.Q = q, q[:len(r.Out)*e.t.Cfg.Vocab]
 		}
 	}
 	return nil
-}
-
-// distribution writes into q (the target's vocabulary) softmax(logits / T) of the head's
-// logits row (little-endian f32, its own vocabulary), the distribution argmax_rows sampled
-// the draft from; EAGLE-3's draft ids go to their target ids (d2t), the rest stay 0.
-func (e *Eagle) distribution(row []byte, invT float32, q []float32) {
-	n := len(row) / 4
-	z := make([]float64, n)
-	mx := math.Inf(-1)
-	for i := range n {
-		z[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:])) * invT)
-		mx = max(mx, z[i])
-	}
-	sum := 0.0
-	for i := range z {
-		z[i] = math.Exp(z[i] - mx)
-		sum += z[i]
-	}
-	for i, v := range z {
-		id := i
-		if e.d2t != nil {
-			id += int(e.d2t[i])
-		}
-		q[id] = float32(v / sum)
-	}
 }
 
 // plan updates the sequence's state for a Draft of ctx: it drops the rows the last call

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
@@ -36,6 +37,9 @@ type Medusa struct {
 	logits *webgpu.Buffer     // [vocab]
 	ids    *webgpu.Buffer     // [K] u32
 	stage  *webgpu.Buffer     // map-read copy of ids
+	draw   *webgpu.Buffer     // [4] u32: argmax_rows' draw params for the next head
+	drawIn *webgpu.Buffer     // [MaxSeqs, K] draw params, written once a Draft
+	qStage *webgpu.Buffer     // map-read copy of sampled heads' logits (made at the first)
 	norm   *runtime.Program   // rmsnorm of the row
 	heads  []*runtime.Program // [K]: head k's blocks, output layer and argmax
 	owned  []*webgpu.Buffer
@@ -125,6 +129,7 @@ func (md *Medusa) upload(w *weights.Medusa) error {
 	}{
 		{&md.row, 4 * c.Dim, "medusa.row"}, {&md.h, 4 * c.Dim, "medusa.h"}, {&md.z[0], 4 * c.Dim, "medusa.z0"},
 		{&md.z[1], 4 * c.Dim, "medusa.z1"}, {&md.logits, 4 * c.Vocab, "medusa.logits"}, {&md.ids, 4 * md.K, "medusa.ids"},
+		{&md.draw, drawParamBytes, "medusa.draw"}, {&md.drawIn, drawParamBytes * md.K * md.t.Opts.MaxSeqs, "medusa.draw_in"},
 	}
 	for _, s := range bufs {
 		b, err := d.NewStorage(s.name, uint64(s.bytes))
@@ -189,10 +194,11 @@ func (md *Medusa) record() error {
 		if err := p.AddMat(fmt.Sprintf("medusa.%d.out", k), out, src, md.logits, c.Vocab, runtime.MatFusion{}, 1, t.dummy); err != nil {
 			return err
 		}
-		err := p.Add(runtime.KernelCall{
+		err := p.Add(runtime.KernelCall{ // draw (copied in before each head) says argmax or sample
 			Kernel: "argmax_rows", Params: runtime.ArgmaxParams{Cols: uint32(c.Vocab), OutOff: uint32(k)},
-			Buffers: []webgpu.Binding{{Buffer: md.logits}, {Buffer: t.dummy}, {Buffer: md.ids}, {Buffer: t.dummy}},
-			Grid:    runtime.Fixed(1, 1, 1),
+			Overrides: runtime.Overrides{"GUMBEL": 1},
+			Buffers:   []webgpu.Binding{{Buffer: md.logits}, {Buffer: t.dummy}, {Buffer: md.ids}, {Buffer: md.draw}},
+			Grid:      runtime.Fixed(1, 1, 1),
 		})
 		if err != nil {
 			return err
@@ -218,7 +224,12 @@ type MedusaDraft struct {
 	Slot batch.Slot // the sequence's feature slot on the target (the hidden state of its last step)
 	Pos  int        // the position whose hidden state the heads read: one of the slot's rows
 	N    int        // the heads to run (at most K): head k predicts the token at Pos + 2 + k
-	Out  []int      // set by Draft: the heads' argmax tokens
+	// Sampling is how the target samples the sequence: at a temperature, each head samples its
+	// draft from softmax(logits / T) (a key of its own derived from Seed and Choice) and Q
+	// returns those distributions; greedy, the heads take the argmax (Q nil).
+	Sampling batch.Sampling
+	Out      []int     // set by Draft: the heads' tokens
+	Q        []float32 // set by Draft when sampling: [len(Out), vocab]
 }
 
 // Draft runs, for each request, the first N heads on the hidden state at Pos that the
@@ -230,15 +241,36 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 	if len(reqs) > t.Opts.MaxSeqs {
 		return fmt.Errorf("%w: %d Medusa drafts in one call (at most %d)", batch.ErrBadInput, len(reqs), t.Opts.MaxSeqs)
 	}
-	rowBytes := uint64(4 * c.Dim)
-	enc := t.d.NewEncoder()
-	encoded := false
+	rowBytes, qRow := uint64(4*c.Dim), uint64(4*c.Vocab)
+	var draws []byte
+	invT := make([]float32, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
-		r.Out = nil
+		if r.Sampling.Temperature > 0 {
+			invT[i] = 1 / r.Sampling.Temperature
+		}
+		key := drawKey(r.Sampling)
+		for k := range md.K {
+			draws = append(draws, drawParams(invT[i], key, r.Pos+2+k)...)
+		}
+	}
+	md.drawIn.Write(0, draws)
+	if slices.ContainsFunc(invT, func(v float32) bool { return v > 0 }) && md.qStage == nil {
+		var err error
+		if md.qStage, err = t.d.CreateBuffer("medusa.logits staging", qRow*uint64(md.K*t.Opts.MaxSeqs), webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+			return err
+		}
+		md.owned = append(md.owned, md.qStage)
+	}
+	enc := t.d.NewEncoder()
+	encoded, sampled := false, false
+	for i := range reqs {
+		r := &reqs[i]
+		r.Out, r.Q = nil, nil
 		if r.N = min(r.N, md.K); r.N < 1 {
 			continue
 		}
+		sampled = sampled || invT[i] > 0
 		if pos0, n := t.SlotRows(r.Slot); r.Pos < pos0 || r.Pos >= pos0+n {
 			enc.Discard()
 			return fmt.Errorf("%w: Medusa asked for position %d; the sequence's last step kept %d rows from %d", batch.ErrBadInput, r.Pos, n, pos0)
@@ -246,8 +278,12 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 		src, off := t.SlotBuffer(r.Slot, r.Pos)
 		enc.Copy(src, off, md.row, 0, rowBytes)
 		md.norm.Encode(enc, &runtime.StepBlock{M: 1}, nil)
-		for _, h := range md.heads[:r.N] {
+		for k, h := range md.heads[:r.N] {
+			enc.Copy(md.drawIn, uint64((i*md.K+k)*drawParamBytes), md.draw, 0, drawParamBytes)
 			h.Encode(enc, &runtime.StepBlock{M: 1}, nil)
+			if invT[i] > 0 {
+				enc.Copy(md.logits, 0, md.qStage, uint64(i*md.K+k)*qRow, qRow)
+			}
 		}
 		enc.Copy(md.ids, 0, md.stage, uint64(4*i*md.K), uint64(4*r.N))
 		encoded = true
@@ -263,6 +299,13 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 	if err := md.stage.Read(0, raw); err != nil {
 		return err
 	}
+	var logits []byte
+	if sampled {
+		logits = make([]byte, uint64(len(reqs)*md.K)*qRow)
+		if err := md.qStage.Read(0, logits); err != nil {
+			return err
+		}
+	}
 	for i := range reqs {
 		r := &reqs[i]
 		for k := range max(r.N, 0) {
@@ -271,6 +314,12 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 				return fmt.Errorf("model: Medusa head %d drafted token %d of a vocabulary of %d", k, tok, c.Vocab)
 			}
 			r.Out = append(r.Out, tok)
+		}
+		if invT[i] > 0 && r.N > 0 {
+			r.Q = make([]float32, r.N*c.Vocab)
+			for k := range r.N {
+				distribution(logits[uint64(i*md.K+k)*qRow:][:qRow], invT[i], nil, r.Q[k*c.Vocab:(k+1)*c.Vocab])
+			}
 		}
 	}
 	return nil

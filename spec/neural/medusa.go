@@ -30,7 +30,7 @@ type medusaCheckpoint struct {
 	w   *weights.Medusa
 }
 
-func (c medusaCheckpoint) Needs() spec.Needs { return spec.Needs{Features: true} }
+func (c medusaCheckpoint) Needs() spec.Needs { return spec.Needs{Features: true, DraftQ: true} }
 
 func (c medusaCheckpoint) Load(target *model.Model) (spec.Method, error) {
 	heads, err := model.NewMedusa(target, c.w)
@@ -43,8 +43,9 @@ func (c medusaCheckpoint) Load(target *model.Model) (spec.Method, error) {
 // MedusaMethod drafts with Medusa heads (FasterDecoding/Medusa) on the target's device: K
 // small heads on the target's last hidden state, head k guessing the token k+1 places after
 // the newest one. The heads read the row of the target's last step that produced the newest
-// token (position len(ctx)-2), kept in the sequence's feature slot. Each head's argmax is one
-// draft (Q nil: one-hot, lossless with the rejection sampler); the drafts form a chain,
+// token (position len(ctx)-2), kept in the sequence's feature slot. Each head gives one
+// draft: its argmax for a greedy sequence (Q nil: one-hot), a draw from softmax(logits / T)
+// for one sampled at a temperature T, with that distribution as Q; the drafts form a chain,
 // verified in one target pass (the Medusa paper's tree of top-k candidates is not used).
 // Only the heads asked for run; every drafting sequence of a step in one submit.
 type MedusaMethod struct {
@@ -73,7 +74,7 @@ func (m *MedusaMethod) Propose(ps []spec.Proposal) error {
 			return fmt.Errorf("neural: medusa: a proposal for another method's drafter")
 		}
 		pos := len(p.Ctx) - 2
-		reqs[i] = model.MedusaDraft{Slot: d.slot, Pos: pos}
+		reqs[i] = model.MedusaDraft{Slot: d.slot, Pos: pos, Sampling: p.Sampling}
 		if pos0, n := m.t.SlotRows(d.slot); pos >= pos0 && pos < pos0+n {
 			reqs[i].N = p.K
 		}
@@ -82,7 +83,7 @@ func (m *MedusaMethod) Propose(ps []spec.Proposal) error {
 		return err
 	}
 	for i := range ps {
-		ps[i].Drafts, ps[i].Q = reqs[i].Out, nil
+		ps[i].Drafts, ps[i].Q = reqs[i].Out, reqs[i].Q
 	}
 	return nil
 }

@@ -42,20 +42,29 @@ func (s *qSpy) Propose(ps []spec.Proposal) error {
 	return nil
 }
 
-// EAGLE and EAGLE-3 heads sample their drafts at the request's temperature and return the
-// distribution they drew them from: the joint distribution of the first tokens generated with
+// EAGLE and EAGLE-3 heads and Medusa heads sample their drafts at the request's temperature
+// and return the distribution they drew them from: the joint distribution of the first tokens generated with
 // such drafts is exactly the target's (10^4-sample chi-square against the exact joint, as the
 // sampler's own tests), every draft came with its q, and a wrong q (uniform) in its place is
 // caught. (Verifying a sampled draft as one-hot, q ignored, is exact too: any draft drawn
 // independently of the verifier is; q only raises the acceptance, min(1, p/q) >= p.)
-func TestEagleSampledDistribution(t *testing.T) {
+func TestHeadsSampledDistribution(t *testing.T) {
 	const N = 4000
 	w := schedtest.DistWeights()
 	headCfg := weights.Config{Arch: "llama", Dim: 16, HiddenDim: 32, NHeads: 2, NKVHeads: 2, HeadDim: 8, MaxSeq: 32,
 		RopeTheta: 10000, RMSEps: 1e-5, BOS: -1}
-	for _, kind := range []string{weights.EagleKind1, weights.EagleKind3} {
+	for _, kind := range []string{weights.EagleKind1, weights.EagleKind3, "medusa"} {
 		t.Run(kind, func(t *testing.T) {
-			dir := writeEagle(t, ref.RandomEagle(kind, headCfg, schedtest.DistConfig, 0, 11), weights.EagleWriteOptions{})
+			dir := t.TempDir()
+			var err error
+			if kind == "medusa" {
+				err = weights.WriteMedusa(dir, ref.RandomMedusa(3, 1, headCfg.Dim, 0, 11), weights.MedusaV2, weights.F32)
+			} else {
+				err = weights.WriteEagle(dir, ref.RandomEagle(kind, headCfg, schedtest.DistConfig, 0, 11), weights.EagleWriteOptions{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 			ck, err := spec.Open(spec.Config{Mode: kind, NumSpeculativeTokens: 2, Model: dir}, &w.Cfg)
 			if err != nil {
 				t.Fatal(err)
