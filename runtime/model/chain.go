@@ -21,6 +21,7 @@ type chainState struct {
 	prog    *runtime.Program // chain_next
 	buf     *webgpu.Buffer   // [max_seqs, chainStride] u32
 	staging *webgpu.Buffer   // map-read copy of buf
+	qStage  *webgpu.Buffer   // map-read copy of sampled chains' logits, [max_seqs, MaxChain, vocab] (made at the first)
 }
 
 // Chain is one sequence's part of a DecodeChains call.
@@ -28,11 +29,17 @@ type Chain struct {
 	Seq    *kv.Sequence
 	Tokens []int // fed first (at least one); the last one's logits give the first token
 	K      int   // tokens to decode, 1..MaxChain
-	Out    []int // set by DecodeChains
+	// Sampling, at a temperature T, samples the chain's tokens from softmax(logits / T) (the
+	// model's sampler with no other processing, keyed by a key of its own derived from Seed and
+	// Choice) and returns those distributions in Q; greedy, it takes the argmax (Q nil).
+	Sampling batch.Sampling
+	Out      []int     // set by DecodeChains
+	Q        []float32 // set by DecodeChains when sampling: [K, vocab]
 }
 
-// DecodeChains feeds each chain's tokens to its sequence, then decodes K tokens greedily for
-// each, every token the input of the next (a draft model drafting for several sequences).
+// DecodeChains feeds each chain's tokens to its sequence, then decodes K tokens for each
+// (greedily, or sampled: Chain.Sampling), every token the input of the next (a draft model
+// drafting for several sequences).
 // The tokens before each chain's last go in as prompt chunks (steps that do not sample, as
 // few as the chunk allows); then the chains run together, one row per sequence, chained on
 // the device by chain_next.wgsl: max K steps in one submit with one readback. A sequence's
@@ -108,9 +115,13 @@ func (m *Model) chain(chains []Chain) error {
 		return err
 	}
 	steps := make([]batch.SeqStep, len(chains))
-	kmax, need := 0, 0
+	kmax, need, sampled := 0, 0, false
 	for i, c := range chains {
 		steps[i] = batch.SeqStep{Seq: c.Seq, Tokens: c.Tokens[len(c.Tokens)-1:], Sample: true}
+		if t := c.Sampling.Temperature; t > 0 {
+			steps[i].Sampling = batch.Sampling{Temperature: t, Seed: drawKey(c.Sampling)}
+			sampled = true
+		}
 		kmax = max(kmax, c.K)
 		need += c.Seq.PagesNeeded(c.Seq.Len() + c.K)
 	}
@@ -132,14 +143,25 @@ func (m *Model) chain(chains []Chain) error {
 		return err
 	}
 	st := m.chainSt
+	qRow := uint64(4 * m.Cfg.Vocab)
+	if sampled && st.qStage == nil {
+		if st.qStage, err = m.d.CreateBuffer("chain logits staging", qRow*uint64(m.Opts.MaxSeqs*MaxChain), webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+			return err
+		}
+	}
 	init := make([]uint32, chainStride*len(chains))
 	for i, c := range chains {
 		init[i*chainStride+1] = uint32(c.K)
 	}
 	st.buf.Write(0, runtime.U32Bytes(init))
 	enc := m.d.NewEncoder()
-	for range kmax {
+	for j := range kmax {
 		sp.prog.Encode(enc, &sp.step, nil)
+		for i, c := range chains { // a sampled chain's logits row i: the distribution of its token j
+			if c.Sampling.Temperature > 0 && j < c.K {
+				enc.Copy(m.logits, uint64(i)*qRow, st.qStage, uint64(i*MaxChain+j)*qRow, qRow)
+			}
+		}
 		st.prog.Encode(enc, &sp.step, nil)
 	}
 	enc.Copy(st.buf, 0, st.staging, 0, uint64(4*len(init)))
@@ -149,6 +171,13 @@ func (m *Model) chain(chains []Chain) error {
 	raw := make([]byte, 4*len(init))
 	if err := st.staging.Read(0, raw); err != nil {
 		return err
+	}
+	var logits []byte
+	if sampled {
+		logits = make([]byte, uint64(len(chains)*MaxChain)*qRow)
+		if err := st.qStage.Read(0, logits); err != nil {
+			return err
+		}
 	}
 	word := func(i int) uint32 { return binary.LittleEndian.Uint32(raw[4*i:]) }
 	for i := range chains {
@@ -166,6 +195,14 @@ func (m *Model) chain(chains []Chain) error {
 				return fmt.Errorf("model: sampler emitted token id %d outside the vocabulary of %d", t, m.Cfg.Vocab)
 			}
 			c.Out[j] = int(t)
+		}
+		c.Q = nil
+		if t := c.Sampling.Temperature; t > 0 {
+			V := m.Cfg.Vocab
+			c.Q = make([]float32, c.K*V)
+			for j := range c.K {
+				distribution(logits[uint64(i*MaxChain+j)*qRow:][:qRow], 1/t, nil, c.Q[j*V:(j+1)*V])
+			}
 		}
 		c.Seq.Commit(pos0[i] + c.K)
 	}
@@ -201,7 +238,7 @@ func (m *Model) chainSetup() error {
 }
 
 func (c *chainState) release() {
-	for _, b := range []*webgpu.Buffer{c.buf, c.staging} {
+	for _, b := range []*webgpu.Buffer{c.buf, c.staging, c.qStage} {
 		if b != nil {
 			b.Release()
 		}

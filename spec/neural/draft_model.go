@@ -35,7 +35,7 @@ func init() {
 // draftCheckpoint is a draft model not yet opened: its weights are read when it loads.
 type draftCheckpoint struct{ path string }
 
-func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{} }
+func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{DraftQ: true} }
 
 // Load streams the draft model to the target's device (its float matrices in the target's
 // weight type, quantized GGUF ones as they are), with a page pool holding as many tokens as the
@@ -61,8 +61,9 @@ func (c draftCheckpoint) Load(target *model.Model) (spec.Method, error) {
 // sequence (paged KV cache) on it. Propose feeds each sequence's draft model the tokens its
 // cache lacks, then decodes K tokens greedily for all of them together, each token the input
 // of the next (model.DecodeChains: one submit when each lacks only its newest token, two
-// otherwise), and proposes them one-hot (Q nil), which the rejection sampler verifies
-// losslessly.
+// otherwise). A greedy sequence's drafts are the argmax tokens, proposed one-hot (Q nil); a
+// sequence sampled at a temperature T gets drafts sampled from softmax(logits / T) with that
+// distribution as Q. The rejection sampler keeps the output the target's either way.
 type DraftModelMethod struct {
 	m     *model.Model
 	owned bool // Release frees m
@@ -105,7 +106,7 @@ func (dm *DraftModelMethod) Propose(ps []spec.Proposal) error {
 		if k <= 0 {
 			continue
 		}
-		chains = append(chains, model.Chain{Seq: d.seq, Tokens: p.Ctx[len(d.fed):], K: k})
+		chains = append(chains, model.Chain{Seq: d.seq, Tokens: p.Ctx[len(d.fed):], K: k, Sampling: p.Sampling})
 		idx = append(idx, i)
 	}
 	if err := dm.m.DecodeChains(chains); err != nil {
@@ -114,7 +115,7 @@ func (dm *DraftModelMethod) Propose(ps []spec.Proposal) error {
 	for j, i := range idx {
 		d, c := ps[i].Drafter.(*draftModelDrafter), chains[j]
 		d.fed = append(append(d.fed, c.Tokens...), c.Out[:c.K-1]...)
-		ps[i].Drafts = c.Out
+		ps[i].Drafts, ps[i].Q = c.Out, c.Q
 	}
 	return nil
 }

@@ -42,8 +42,8 @@ func (s *qSpy) Propose(ps []spec.Proposal) error {
 	return nil
 }
 
-// EAGLE and EAGLE-3 heads and Medusa heads sample their drafts at the request's temperature
-// and return the distribution they drew them from: the joint distribution of the first tokens generated with
+// EAGLE, EAGLE-3 and Medusa heads and draft models sample their drafts at the request's
+// temperature and return the distribution they drew them from: the joint distribution of the first tokens generated with
 // such drafts is exactly the target's (10^4-sample chi-square against the exact joint, as the
 // sampler's own tests), every draft came with its q, and a wrong q (uniform) in its place is
 // caught. (Verifying a sampled draft as one-hot, q ignored, is exact too: any draft drawn
@@ -53,13 +53,17 @@ func TestHeadsSampledDistribution(t *testing.T) {
 	w := schedtest.DistWeights()
 	headCfg := weights.Config{Arch: "llama", Dim: 16, HiddenDim: 32, NHeads: 2, NKVHeads: 2, HeadDim: 8, MaxSeq: 32,
 		RopeTheta: 10000, RMSEps: 1e-5, BOS: -1}
-	for _, kind := range []string{weights.EagleKind1, weights.EagleKind3, "medusa"} {
+	// (EAGLE-1 drafts through the same code as EAGLE-3: model.Eagle.Draft.)
+	for _, kind := range []string{weights.EagleKind3, "medusa", "draft_model"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			var err error
-			if kind == "medusa" {
+			switch kind {
+			case "medusa":
 				err = weights.WriteMedusa(dir, ref.RandomMedusa(3, 1, headCfg.Dim, 0, 11), weights.MedusaV2, weights.F32)
-			} else {
+			case "draft_model": // another random model of the target's shape
+				dir = writeLlamaDir(t, ref.RandomLlama(schedtest.DistConfig, 11))
+			default:
 				err = weights.WriteEagle(dir, ref.RandomEagle(kind, headCfg, schedtest.DistConfig, 0, 11), weights.EagleWriteOptions{})
 			}
 			if err != nil {
