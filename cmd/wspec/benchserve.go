@@ -29,6 +29,7 @@ type serveBench struct {
 	json     *string
 	workload *string
 	caching  *string
+	replicas *int
 }
 
 func addServeBenchFlags(fs *pflag.FlagSet) *serveBench {
@@ -39,6 +40,7 @@ func addServeBenchFlags(fs *pflag.FlagSet) *serveBench {
 		json:     fs.String("json", "", "with --serve or --prompts: also write the results to this JSON file"),
 		workload: fs.String("workload", "stories", "with --serve: "+workloadNames()),
 		caching:  fs.String("prefix-caching", "on", "with --serve: on, off, or both (each run twice, on an engine with and one without)"),
+		replicas: fs.Int("replicas", 1, "with --serve: above 1, start that many replicas and compare routing them round-robin and by prefix affinity and queue length (benchroute.go)"),
 	}
 }
 
@@ -98,6 +100,12 @@ func (b *serveBench) run(modelDir, adapter, dtype string, tokens int, sc *spec.C
 	wl, ok := workloads[*b.workload]
 	if !ok {
 		return fmt.Errorf("--workload %q: want one of %s", *b.workload, workloadNames())
+	}
+	switch r := *b.replicas; {
+	case r < 1 || r > 8:
+		return fmt.Errorf("--replicas %d: want 1..8", r)
+	case r > 1:
+		return b.runRoutes(modelDir, adapter, dtype, tokens, wl)
 	}
 	var cachings []bool
 	switch *b.caching {
@@ -175,13 +183,13 @@ func (b *serveBench) runEngine(modelDir, adapter, dtype string, tokens int, sc *
 		// touches KV pages and records steps no run has yet, which would cost whichever
 		// measured run came first.
 		runs++
-		if _, err := benchRun(url, wl, fmt.Sprintf("Day %d. ", runs), c, max(c, *b.requests), tokens, false); err != nil {
+		if _, err := benchRun(oneURL(url), wl, fmt.Sprintf("Day %d. ", runs), c, max(c, *b.requests), tokens, false); err != nil {
 			return nil, err
 		}
 		for _, specOn := range []bool{true, false} {
 			d0, a0, q0, h0 := n.drafts.Load(), n.accepted.Load(), n.queries.Load(), n.hits.Load()
 			runs++
-			row, err := benchRun(url, wl, fmt.Sprintf("Day %d. ", runs), c, max(c, *b.requests), tokens, specOn)
+			row, err := benchRun(oneURL(url), wl, fmt.Sprintf("Day %d. ", runs), c, max(c, *b.requests), tokens, specOn)
 			if err != nil {
 				return nil, err
 			}
@@ -206,10 +214,11 @@ func (b *serveBench) runEngine(modelDir, adapter, dtype string, tokens int, sc *
 	return rows, nil
 }
 
-// benchRun runs n sessions of wl from c concurrent clients, each session's turns in order.
+// benchRun runs n sessions of wl from c concurrent clients, each session's turns in order,
+// each request sent where rt picks.
 // Every prompt starts with salt, which differs from run to run, so that no run finds an
 // earlier run's prompts in the prefix cache.
-func benchRun(url string, wl workload, salt string, c, n, tokens int, specOn bool) (serveBenchRow, error) {
+func benchRun(rt router, wl workload, salt string, c, n, tokens int, specOn bool) (serveBenchRow, error) {
 	row := serveBenchRow{Workload: wl.name, Speculation: "off", Concurrency: c, Sessions: n, MaxTokensRequest: tokens}
 	var (
 		mu               sync.Mutex
@@ -229,7 +238,9 @@ func benchRun(url string, wl workload, salt string, c, n, tokens int, specOn boo
 					if turn > 0 {
 						prompt = wl.next(i, turn, prompt)
 					}
+					url, release := rt.pick(prompt)
 					r, err := benchRequest(url, prompt, tokens, specOn)
+					release()
 					mu.Lock()
 					if err != nil && firstErr == nil {
 						firstErr = err

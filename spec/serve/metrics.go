@@ -71,12 +71,22 @@ func NewMetrics(model string, k int) *Metrics {
 	}
 	gauge("vllm:num_requests_running", "Sequences in the running batch.", func(s engine.Stats) float64 { return float64(s.Running) })
 	gauge("vllm:num_requests_waiting", "Sequences waiting for a place in the batch (queued or preempted).", func(s engine.Stats) float64 { return float64(s.Waiting) })
-	gauge("vllm:kv_cache_usage_perc", "KV cache usage: the share of KV pages in use, 0..1.", func(s engine.Stats) float64 {
+	kvUsage := func(s engine.Stats) float64 {
 		if s.Pages == 0 {
 			return 0
 		}
 		return float64(s.PagesUsed) / float64(s.Pages)
-	})
+	}
+	gauge("vllm:kv_cache_usage_perc", "KV cache usage: the share of KV pages in use, 0..1.", kvUsage)
+	// The older name, which the Gateway API Inference Extension's model server protocol names
+	// and its endpoint picker's releases before vLLM's rename read.
+	gauge("vllm:gpu_cache_usage_perc", "KV cache usage: the share of KV pages in use, 0..1 (vllm:kv_cache_usage_perc's older name).", kvUsage)
+	// LoRA adapters: none (wspec serves no adapters); the protocol's endpoint picker reads
+	// this gauge's labels, its value the time it was last updated.
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:lora_requests_info",
+		Help:        "LoRA adapters running and waiting (none: wspec serves no adapters); the value is when it was read.",
+		ConstLabels: prometheus.Labels{"max_lora": "0", "running_lora_adapters": "", "waiting_lora_adapters": ""}},
+		func() float64 { return float64(time.Now().UnixNano()) / 1e9 }))
 	m.promptTokens = counter("vllm:prompt_tokens_total", "Prompt tokens processed.")
 	m.generationTokens = counter("vllm:generation_tokens_total", "Tokens generated (accepted drafts included).")
 	m.preemptions = counter("vllm:num_preemptions_total", "Sequences preempted (their KV pages taken back, recomputed later).")
