@@ -31,6 +31,13 @@ var workloads = map[string]workload{
 		next: func(i, turn int, history string) string {
 			return history + "\n" + chatFollowUps[(i+turn)%len(chatFollowUps)]
 		}},
+	"users": {name: "users", about: "multi-turn chats of distinct users: each session opens with its own line, then resends the history", turns: 3, tokens: 32,
+		first: func(i int) string {
+			return fmt.Sprintf("Chat %d with user %d. %s", i, 1000+7*i, chatOpenings[i%len(chatOpenings)])
+		},
+		next: func(i, turn int, history string) string {
+			return history + "\n" + chatFollowUps[(i+turn)%len(chatFollowUps)]
+		}},
 	"system": {name: "system", about: "one shared system prompt, then each user's line", turns: 1, tokens: 64,
 		first: func(i int) string { return systemPrompt + chatFollowUps[i%len(chatFollowUps)] }},
 	"agent": {name: "agent", about: "repetitive: a few tool outputs echoed across requests, each with a step number", turns: 1, tokens: 64,
@@ -40,7 +47,7 @@ var workloads = map[string]workload{
 }
 
 // workloadNames lists the workloads for the flag's help.
-func workloadNames() string { return "stories, chat, system, agent" }
+func workloadNames() string { return "stories, chat, users, system, agent" }
 
 var chatOpenings = []string{
 	"Once upon a time, there was a little girl named Lily.",
