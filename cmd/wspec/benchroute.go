@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/wspec/wspec/spec/engine"
 	"github.com/wspec/wspec/spec/sched"
-	"github.com/wspec/wspec/spec/serve"
 )
 
 // A router picks the server a request goes to; release is called when its reply has ended.
@@ -143,19 +140,12 @@ func (b *serveBench) runRoutes(modelDir, adapter, dtype string, tokens int, wl w
 			return err
 		}
 		defer e.Close()
-		s, err := serve.New(e, serve.Config{})
+		url, stop, err := serveLoopback(e)
 		if err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		ctx, stop := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- s.Serve(ctx, ln) }()
-		defer func() { stop(); <-served }()
-		urls = append(urls, "http://"+ln.Addr().String()+"/v1/completions")
+		defer stop()
+		urls = append(urls, url)
 		counts = append(counts, c)
 		if _, err := benchRequest(urls[i], "Hello", 8, false); err != nil { // warm-up
 			return err

@@ -154,19 +154,11 @@ func (b *serveBench) runEngine(modelDir, adapter, dtype string, tokens int, sc *
 		return nil, err
 	}
 	defer e.Close()
-	s, err := serve.New(e, serve.Config{})
+	url, stop, err := serveLoopback(e)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	defer func() { stop(); <-served }()
-	url := "http://" + ln.Addr().String() + "/v1/completions"
+	defer stop()
 	info := e.Info()
 	fmt.Printf("wspec serve on %s (%s, %s weights), %s k=%d, prefix caching %v; workload %s (%s); %d tokens a request, greedy, streamed\n",
 		info.Adapter, info.Dir, info.DType, info.Method, info.K, caching, wl.name, wl.about, tokens)
@@ -340,4 +332,21 @@ func percentile(xs []float64, p float64) float64 {
 	sort.Float64s(s)
 	i := int(float64(len(s))*p/100+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// serveLoopback serves e on a free loopback port; it returns the completions URL, and stop,
+// which ends the server.
+func serveLoopback(e *engine.Engine) (url string, stop func(), err error) {
+	s, err := serve.New(e, serve.Config{})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	return "http://" + ln.Addr().String() + "/v1/completions", func() { cancel(); <-served }, nil
 }

@@ -21,7 +21,7 @@ type chainState struct {
 	prog    *runtime.Program // chain_next
 	buf     *webgpu.Buffer   // [max_seqs, chainStride] u32
 	staging *webgpu.Buffer   // map-read copy of buf
-	qStage  *webgpu.Buffer   // map-read copy of sampled chains' logits, [max_seqs, MaxChain, vocab] (made at the first)
+	q       logitsStage      // sampled chains' logits rows, slot i*MaxChain + j
 }
 
 // Chain is one sequence's part of a DecodeChains call.
@@ -143,9 +143,9 @@ func (m *Model) chain(chains []Chain) error {
 		return err
 	}
 	st := m.chainSt
-	qRow := uint64(4 * m.Cfg.Vocab)
-	if sampled && st.qStage == nil {
-		if st.qStage, err = m.d.CreateBuffer("chain logits staging", qRow*uint64(m.Opts.MaxSeqs*MaxChain), webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+	V := m.Cfg.Vocab
+	if sampled {
+		if err := st.q.ensure(m.d, "chain logits staging", V, m.Opts.MaxSeqs*MaxChain); err != nil {
 			return err
 		}
 	}
@@ -159,7 +159,7 @@ func (m *Model) chain(chains []Chain) error {
 		sp.prog.Encode(enc, &sp.step, nil)
 		for i, c := range chains { // a sampled chain's logits row i: the distribution of its token j
 			if c.Sampling.Temperature > 0 && j < c.K {
-				enc.Copy(m.logits, uint64(i)*qRow, st.qStage, uint64(i*MaxChain+j)*qRow, qRow)
+				st.q.keep(enc, m.logits, uint64(4*i*V), i*MaxChain+j)
 			}
 		}
 		st.prog.Encode(enc, &sp.step, nil)
@@ -174,8 +174,7 @@ func (m *Model) chain(chains []Chain) error {
 	}
 	var logits []byte
 	if sampled {
-		logits = make([]byte, uint64(len(chains)*MaxChain)*qRow)
-		if err := st.qStage.Read(0, logits); err != nil {
+		if logits, err = st.q.read(len(chains) * MaxChain); err != nil {
 			return err
 		}
 	}
@@ -198,11 +197,7 @@ func (m *Model) chain(chains []Chain) error {
 		}
 		c.Q = nil
 		if t := c.Sampling.Temperature; t > 0 {
-			V := m.Cfg.Vocab
-			c.Q = make([]float32, c.K*V)
-			for j := range c.K {
-				distribution(logits[uint64(i*MaxChain+j)*qRow:][:qRow], 1/t, nil, c.Q[j*V:(j+1)*V])
-			}
+			c.Q = st.q.q(logits, i*MaxChain, c.K, 1/t, nil, V)
 		}
 		c.Seq.Commit(pos0[i] + c.K)
 	}
@@ -238,7 +233,8 @@ func (m *Model) chainSetup() error {
 }
 
 func (c *chainState) release() {
-	for _, b := range []*webgpu.Buffer{c.buf, c.staging, c.qStage} {
+	c.q.release()
+	for _, b := range []*webgpu.Buffer{c.buf, c.staging} {
 		if b != nil {
 			b.Release()
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
+	"github.com/wspec/wspec/runtime/webgpu"
 )
 
 // Drafting heads (EAGLE, EAGLE-3, Medusa) end in argmax_rows with GUMBEL: for a sequence
@@ -54,5 +55,51 @@ func distribution(row []byte, invT float32, d2t []int64, q []float32) {
 			id += int(d2t[i])
 		}
 		q[id] = float32(v / sum)
+	}
+}
+
+// logitsStage is the map-read buffer a sampled draft's logits row is copied to in its draft's
+// submit, one slot each, so that the host can return the draft's q. It is made at the first
+// sampled draft.
+type logitsStage struct {
+	buf *webgpu.Buffer
+	row uint64 // bytes of one row
+}
+
+// ensure makes the buffer, once: slots rows of cols floats.
+func (s *logitsStage) ensure(d *runtime.Device, label string, cols, slots int) error {
+	s.row = uint64(4 * cols)
+	if s.buf != nil {
+		return nil
+	}
+	var err error
+	s.buf, err = d.CreateBuffer(label, s.row*uint64(slots), webgpu.UsageMapRead|webgpu.UsageCopyDst)
+	return err
+}
+
+// keep records the copy of the logits row at srcOff of src into slot.
+func (s *logitsStage) keep(enc *webgpu.Encoder, src *webgpu.Buffer, srcOff uint64, slot int) {
+	enc.Copy(src, srcOff, s.buf, uint64(slot)*s.row, s.row)
+}
+
+// read reads slots 0..slots-1 back, after the submit.
+func (s *logitsStage) read(slots int) ([]byte, error) {
+	raw := make([]byte, uint64(slots)*s.row)
+	return raw, s.buf.Read(0, raw)
+}
+
+// q is the distributions of the n drafts kept in slots slot0.., [n, vocab] (distribution).
+func (s *logitsStage) q(raw []byte, slot0, n int, invT float32, d2t []int64, vocab int) []float32 {
+	q := make([]float32, n*vocab)
+	for j := range n {
+		distribution(raw[uint64(slot0+j)*s.row:][:s.row], invT, d2t, q[j*vocab:(j+1)*vocab])
+	}
+	return q
+}
+
+func (s *logitsStage) release() {
+	if s.buf != nil {
+		s.buf.Release()
+		s.buf = nil
 	}
 }

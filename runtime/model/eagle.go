@@ -84,7 +84,7 @@ type eagleBufs struct {
 	in                                                     *webgpu.Buffer // Draft's inputs: tokens, page tables, Step blocks, draw params
 	draw                                                   *webgpu.Buffer // [4] u32: argmax_rows' draw params for the next program
 	staging                                                *webgpu.Buffer // map-read copy of ids, per request
-	qStage                                                 *webgpu.Buffer // map-read copy of sampled drafts' logits (made at the first)
+	q                                                      logitsStage    // sampled drafts' logits rows, slot i*maxK + j
 }
 
 // NewEagle uploads head w (in the target's weight type) next to target t. An EAGLE-3 target
@@ -238,16 +238,17 @@ func (e *Eagle) Release() {
 	if e.bufs.tok == nil {
 		return
 	}
-	// The programs first: their bind groups hold the buffers (and so their memory) until released.
+	// The programs: their dispatches' uniform buffers and bind groups go only with them.
 	for _, p := range append([]*runtime.Program{e.catchM, e.catchT}, e.depths...) {
 		if p != nil {
 			p.Release()
 		}
 	}
 	e.catchM, e.catchT, e.depths = nil, nil, nil
+	e.bufs.q.release()
 	b, ly := &e.bufs, &e.layer
 	for _, buf := range []*webgpu.Buffer{b.tok, b.fin, b.e, b.u, b.x, b.qkv, b.att, b.h, b.logits, b.ids,
-		b.pageTable, b.in, b.draw, b.staging, b.qStage, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
+		b.pageTable, b.in, b.draw, b.staging, ly.fcBias, ly.postNorm, ly.inNorm, ly.hidNorm, ly.norm, ly.d2t, ly.kc, ly.vc} {
 		if buf != nil {
 			buf.Release()
 		}

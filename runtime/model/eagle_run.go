@@ -6,7 +6,6 @@ import (
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/batch"
-	"github.com/wspec/wspec/runtime/webgpu"
 )
 
 // EagleDraft is one sequence's part of an Eagle.Draft call.
@@ -104,10 +103,8 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		return nil
 	}
 	b := &e.bufs
-	qRow := uint64(4 * e.vOut)
-	if sampled && b.qStage == nil {
-		var err error
-		if b.qStage, err = e.d.CreateBuffer("eagle.logits staging", qRow*uint64(e.maxK*e.t.Opts.MaxSeqs), webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+	if sampled {
+		if err := b.q.ensure(e.d, "eagle.logits staging", e.vOut, e.maxK*e.t.Opts.MaxSeqs); err != nil {
 			return err
 		}
 	}
@@ -128,7 +125,7 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		}
 		keepLogits := func(j int) { // a sampled draft's distribution is read back
 			if p.invT > 0 {
-				enc.Copy(b.logits, 0, b.qStage, uint64(i*e.maxK+j)*qRow, qRow)
+				b.q.keep(enc, b.logits, 0, i*e.maxK+j)
 			}
 		}
 		enc.Copy(b.in, p.offDraw, b.draw, 0, drawParamBytes)
@@ -155,8 +152,8 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 	}
 	var logits []byte
 	if sampled {
-		logits = make([]byte, uint64(len(reqs)*e.maxK)*qRow)
-		if err := b.qStage.Read(0, logits); err != nil {
+		var err error
+		if logits, err = b.q.read(len(reqs) * e.maxK); err != nil {
 			return err
 		}
 	}
@@ -174,11 +171,7 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 		}
 		r.Seq.cache, r.Seq.cacheQ, r.Out = drafts, nil, drafts[:min(r.K, len(drafts))]
 		if p.invT > 0 {
-			q := make([]float32, p.k*e.t.Cfg.Vocab)
-			for j := range p.k {
-				row := logits[uint64(i*e.maxK+j)*qRow:][:qRow]
-				distribution(row, p.invT, e.d2t, q[j*e.t.Cfg.Vocab:(j+1)*e.t.Cfg.Vocab])
-			}
+			q := b.q.q(logits, i*e.maxK, p.k, p.invT, e.d2t, e.t.Cfg.Vocab)
 			r.Seq.cacheQ, r.Q = q, q[:len(r.Out)*e.t.Cfg.Vocab]
 		}
 	}

@@ -39,7 +39,7 @@ type Medusa struct {
 	stage  *webgpu.Buffer     // map-read copy of ids
 	draw   *webgpu.Buffer     // [4] u32: argmax_rows' draw params for the next head
 	drawIn *webgpu.Buffer     // [MaxSeqs, K] draw params, written once a Draft
-	qStage *webgpu.Buffer     // map-read copy of sampled heads' logits (made at the first)
+	q      logitsStage        // sampled heads' logits rows, slot i*K + k
 	norm   *runtime.Program   // rmsnorm of the row
 	heads  []*runtime.Program // [K]: head k's blocks, output layer and argmax
 	owned  []*webgpu.Buffer
@@ -241,7 +241,7 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 	if len(reqs) > t.Opts.MaxSeqs {
 		return fmt.Errorf("%w: %d Medusa drafts in one call (at most %d)", batch.ErrBadInput, len(reqs), t.Opts.MaxSeqs)
 	}
-	rowBytes, qRow := uint64(4*c.Dim), uint64(4*c.Vocab)
+	rowBytes := uint64(4 * c.Dim)
 	var draws []byte
 	invT := make([]float32, len(reqs))
 	for i := range reqs {
@@ -255,12 +255,10 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 		}
 	}
 	md.drawIn.Write(0, draws)
-	if slices.ContainsFunc(invT, func(v float32) bool { return v > 0 }) && md.qStage == nil {
-		var err error
-		if md.qStage, err = t.d.CreateBuffer("medusa.logits staging", qRow*uint64(md.K*t.Opts.MaxSeqs), webgpu.UsageMapRead|webgpu.UsageCopyDst); err != nil {
+	if slices.ContainsFunc(invT, func(v float32) bool { return v > 0 }) {
+		if err := md.q.ensure(t.d, "medusa.logits staging", c.Vocab, md.K*t.Opts.MaxSeqs); err != nil {
 			return err
 		}
-		md.owned = append(md.owned, md.qStage)
 	}
 	enc := t.d.NewEncoder()
 	encoded, sampled := false, false
@@ -282,7 +280,7 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 			enc.Copy(md.drawIn, uint64((i*md.K+k)*drawParamBytes), md.draw, 0, drawParamBytes)
 			h.Encode(enc, &runtime.StepBlock{M: 1}, nil)
 			if invT[i] > 0 {
-				enc.Copy(md.logits, 0, md.qStage, uint64(i*md.K+k)*qRow, qRow)
+				md.q.keep(enc, md.logits, 0, i*md.K+k)
 			}
 		}
 		enc.Copy(md.ids, 0, md.stage, uint64(4*i*md.K), uint64(4*r.N))
@@ -301,8 +299,8 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 	}
 	var logits []byte
 	if sampled {
-		logits = make([]byte, uint64(len(reqs)*md.K)*qRow)
-		if err := md.qStage.Read(0, logits); err != nil {
+		var err error
+		if logits, err = md.q.read(len(reqs) * md.K); err != nil {
 			return err
 		}
 	}
@@ -316,10 +314,7 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 			r.Out = append(r.Out, tok)
 		}
 		if invT[i] > 0 && r.N > 0 {
-			r.Q = make([]float32, r.N*c.Vocab)
-			for k := range r.N {
-				distribution(logits[uint64(i*md.K+k)*qRow:][:qRow], invT[i], nil, r.Q[k*c.Vocab:(k+1)*c.Vocab])
-			}
+			r.Q = md.q.q(logits, i*md.K, r.N, invT[i], nil, c.Vocab)
 		}
 	}
 	return nil
@@ -338,5 +333,6 @@ func (md *Medusa) Release() {
 			p.Release()
 		}
 	}
+	md.q.release()
 	md.lins, md.owned, md.norm, md.heads = nil, nil, nil, nil
 }

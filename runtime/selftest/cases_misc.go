@@ -75,9 +75,10 @@ func argmaxCases() []testCase {
 }
 
 // argmaxGumbelRun checks the sampled rows (GUMBEL) against kernelref.ArgmaxGumbel over 19
-// keys at a temperature of 0.7, and over one key with draw[0] = 0 against the argmax: the device computes the noise's logarithms in its own f32, so
-// a draw whose two best scores are closer than that rounding may differ; at most one of the
-// case's 20 x rows draws may. out[0..2] and out[2 + rows] must keep their poison.
+// keys at a temperature of 0.7, and over one key with draw[0] = 0 against the argmax. The
+// device computes the noise's logarithms in its own f32, so a draw whose two best scores are
+// closer than that rounding may differ: at most one of the case's 20 x rows draws may.
+// out[0..2] and out[2 + rows] must keep their poison.
 func argmaxGumbelRun(c *checker, mapped bool, cols, rows int) {
 	const outOff, keys, invT = 2, 20, float32(1 / 0.7)
 	x := c.randomLogits(rows*cols, 2)

@@ -43,10 +43,10 @@ func (s *qSpy) Propose(ps []spec.Proposal) error {
 }
 
 // EAGLE, EAGLE-3 and Medusa heads and draft models sample their drafts at the request's
-// temperature and return the distribution they drew them from: the joint distribution of the first tokens generated with
-// such drafts is exactly the target's (10^4-sample chi-square against the exact joint, as the
-// sampler's own tests), every draft came with its q, and a wrong q (uniform) in its place is
-// caught. (Verifying a sampled draft as one-hot, q ignored, is exact too: any draft drawn
+// temperature and return the distribution they drew them from: the joint distribution of the
+// first tokens generated with such drafts is exactly the target's (chi-square and total
+// variation of 4000 generations against the exact joint, as the sampler's own tests), every
+// draft came with its q, and a wrong q (uniform) in its place is caught. (Verifying a sampled draft as one-hot, q ignored, is exact too: any draft drawn
 // independently of the verifier is; q only raises the acceptance, min(1, p/q) >= p.)
 func TestHeadsSampledDistribution(t *testing.T) {
 	const N = 4000
