@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +47,9 @@ func gaugeValue(t *testing.T, fams map[string]*dto.MetricFamily, name string) fl
 // The model server protocol of the Gateway API Inference Extension, as its endpoint picker
 // reads it: vllm:num_requests_waiting (gauge: queued requests), vllm:num_requests_running
 // (gauge), vllm:kv_cache_usage_perc and vllm:gpu_cache_usage_perc (gauges, 0..1) and
-// vllm:lora_requests_info (a gauge whose labels list the adapters; none here), read while
+// vllm:lora_requests_info (a gauge whose labels list the adapters; none here),
+// vllm:cache_config_info (whose block_size and num_gpu_blocks labels the prefix-cache scorer's
+// auto-tuning reads: the page size in tokens and the pages a replica holds), read while
 // eight requests run on a server that batches two: requests wait (waiting > 0), at most two
 // run, KV usage rises while they run and falls back after.
 func TestModelServerProtocol(t *testing.T) {
@@ -66,6 +69,18 @@ func TestModelServerProtocol(t *testing.T) {
 	}
 	if labels["max_lora"] != "0" || labels["running_lora_adapters"] != "" || labels["waiting_lora_adapters"] != "" {
 		t.Errorf("vllm:lora_requests_info labels %v", labels)
+	}
+	cache := fams["vllm:cache_config_info"]
+	if cache == nil || len(cache.GetMetric()) != 1 {
+		t.Fatalf("vllm:cache_config_info: %v", cache)
+	}
+	cacheLabels := map[string]string{}
+	for _, l := range cache.GetMetric()[0].GetLabel() {
+		cacheLabels[l.GetName()] = l.GetValue()
+	}
+	info := f.e.Info()
+	if cacheLabels["block_size"] != strconv.Itoa(info.Memory.PageSize) || cacheLabels["num_gpu_blocks"] != strconv.Itoa(info.Memory.Pages) {
+		t.Errorf("vllm:cache_config_info labels %v; the engine has %d pages of %d tokens", cacheLabels, info.Memory.Pages, info.Memory.PageSize)
 	}
 	if ts := lora.GetMetric()[0].GetGauge().GetValue(); time.Since(time.Unix(int64(ts), 0)).Abs() > time.Minute {
 		t.Errorf("vllm:lora_requests_info's value %v is not the time it was read", ts)
