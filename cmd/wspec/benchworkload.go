@@ -38,6 +38,11 @@ var workloads = map[string]workload{
 		next: func(i, turn int, history string) string {
 			return history + "\n" + chatFollowUps[(i+turn)%len(chatFollowUps)]
 		}},
+	"history": {name: "history", about: "multi-turn chats whose history outweighs each turn, as real chats' do: each user's session opens with a passage of its own (about 120 tokens), then resends the history and adds a line", turns: 3, tokens: 24,
+		first: func(i int) string { return userPassage(i) },
+		next: func(i, turn int, history string) string {
+			return history + "\n" + chatFollowUps[(i+turn)%len(chatFollowUps)]
+		}},
 	"system": {name: "system", about: "one shared system prompt, then each user's line", turns: 1, tokens: 64,
 		first: func(i int) string { return systemPrompt + chatFollowUps[i%len(chatFollowUps)] }},
 	"agent": {name: "agent", about: "repetitive: a few tool outputs echoed across requests, each with a step number", turns: 1, tokens: 64,
@@ -47,7 +52,33 @@ var workloads = map[string]workload{
 }
 
 // workloadNames lists the workloads for the flag's help.
-func workloadNames() string { return "stories, chat, users, system, agent" }
+func workloadNames() string { return "stories, chat, users, history, system, agent" }
+
+// passageLines are the sentences a user's passage is drawn from.
+var passageLines = []string{
+	"Lily had a small garden behind her house with red flowers and a tall green tree.",
+	"Every morning she gave the flowers water from a blue can and sang a happy song.",
+	"Her dog Max liked to dig holes near the fence and hide his bones in the dirt.",
+	"One day a little bird came to sit on the tree and watched Lily work.",
+	"Tom lived next door and he often came over to play ball in the grass.",
+	"Their mom made cookies and milk for them when they came in from the sun.",
+	"At night the stars were bright and the moon looked like a big white ball.",
+	"Grandpa told them stories about a brave knight and a kind old dragon.",
+	"The children wanted to build a house for the bird out of sticks and string.",
+	"When it rained they stayed inside and drew pictures of cats, boats and trees.",
+}
+
+// userPassage is session i's opening: its own ordering of eight of the passage lines after a
+// line naming the user, so no two sessions share a prefix past their first few words.
+func userPassage(i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Chat %d with user %d.", i, 1000+7*i)
+	for k := range 8 {
+		b.WriteString(" ")
+		b.WriteString(passageLines[(i*3+k*7)%len(passageLines)])
+	}
+	return b.String()
+}
 
 var chatOpenings = []string{
 	"Once upon a time, there was a little girl named Lily.",
