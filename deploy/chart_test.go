@@ -2,14 +2,16 @@ package deploy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestChartsRenderValidObjects renders the wspec chart and the extension's inferencepool chart
 // with this repository's values, validates every object, and checks that they fit together:
-// the pool selects the Deployment's pods on the server's port, the picker's configuration is
-// the one the values name, and a pod drains within its grace period.
+// the pool selects the Deployment's pods on the server's port, the picker starts with the
+// configuration the chart renders and its own loader accepts it, and a pod drains within its
+// grace period.
 func TestChartsRenderValidObjects(t *testing.T) {
 	v := newValidator(t, extensionCRDs(t)...)
 	servers := renderValid(t, v, wspecRelease(t, nil))
@@ -55,7 +57,7 @@ func TestChartsRenderValidObjects(t *testing.T) {
 		t.Errorf("the container's root file system is writable")
 	}
 
-	// the picker reads the configuration the values define, and its own loader accepts it
+	// the picker starts with the configuration the chart renders, and its own loader accepts it
 	epp := pool["Deployment"][0]
 	args := strings.Join(toStrings(get(epp, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["args"]), " ")
 	const configFile = "default-plugins.yaml"
@@ -112,7 +114,7 @@ func TestChartVariants(t *testing.T) {
 		t.Errorf("API key env %v", env)
 	}
 	args := toStrings(c["args"])
-	if !contains(args, "--max-num-seqs=8") || !contains(args, "--model=/var/lib/wspec/models/Llama-3.2-1B-Instruct-Q4_K_M.gguf") {
+	if !slices.Contains(args, "--max-num-seqs=8") || !slices.Contains(args, "--model=/var/lib/wspec/models/Llama-3.2-1B-Instruct-Q4_K_M.gguf") {
 		t.Errorf("args %q", args)
 	}
 }
@@ -194,15 +196,6 @@ func toStrings(v any) []string {
 		out = append(out, fmt.Sprint(x))
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // flagValue is the value of --name=value among the container's args.

@@ -48,10 +48,10 @@ func TestImageServes(t *testing.T) {
 
 	// unpack the archive as a runtime would: the OCI layout, then umoci's runtime bundle
 	layout := filepath.Join(work, "layout")
-	run(t, "", "mkdir", "-p", layout)
-	run(t, "", "tar", "-C", layout, "-xf", archive)
+	run(t, "mkdir", "-p", layout)
+	run(t, "tar", "-C", layout, "-xf", archive)
 	bundle := filepath.Join(work, "bundle")
-	run(t, "", "umoci", "unpack", "--image", layout+":wspec", bundle)
+	run(t, "umoci", "unpack", "--image", layout+":wspec", bundle)
 	spec := readRuntimeSpec(t, filepath.Join(bundle, "config.json"))
 	if spec.Process.User.UID == 0 {
 		t.Fatalf("the image runs as root: %+v", spec.Process.User)
@@ -92,15 +92,16 @@ exec chroot --userspec="$U" "$R" env -i "$@"`
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- srv.Wait() }()
+	stopped := false // set once exited has been received
 	defer func() {
-		if srv.ProcessState == nil {
-			_ = srv.Process.Kill()
+		if !stopped {
+			_ = srv.Process.Kill() // --kill-child takes the server with it
 			<-exited
 		}
 	}()
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHealthy(t, base, exited, &logs)
+	waitHealthy(t, base, exited, &stopped, &logs)
 	pid := processOf(t, filepath.Join(rootfs, "usr", "local", "bin", "wspec"))
 	if uid := processUID(t, pid); uid != spec.Process.User.UID {
 		t.Errorf("the server runs as uid %d, the image says %d", uid, spec.Process.User.UID)
@@ -134,6 +135,7 @@ exec chroot --userspec="$U" "$R" env -i "$@"`
 	}
 	select {
 	case err := <-exited:
+		stopped = true
 		if err != nil {
 			t.Errorf("after SIGTERM: %v\n%s", err, logs.String())
 		}
@@ -185,10 +187,9 @@ func envValue(env []string, name string) string {
 	return ""
 }
 
-func run(t *testing.T, dir string, name string, args ...string) {
+func run(t *testing.T, name string, args ...string) {
 	t.Helper()
 	c := exec.Command(name, args...)
-	c.Dir = dir
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
@@ -204,12 +205,13 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func waitHealthy(t *testing.T, base string, exited <-chan error, logs *bytes.Buffer) {
+func waitHealthy(t *testing.T, base string, exited <-chan error, stopped *bool, logs *bytes.Buffer) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
+			*stopped = true
 			t.Fatalf("the server exited before serving: %v\n%s", err, logs.String())
 		default:
 		}

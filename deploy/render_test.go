@@ -51,7 +51,7 @@ func (r release) render() (map[string]string, error) {
 		vals = commonutil.MergeTables(v, vals)
 	}
 	if r.overrides != nil {
-		vals = commonutil.MergeTables(deepCopy(r.overrides), vals)
+		vals = commonutil.MergeTables(r.overrides, vals)
 	}
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, err
@@ -63,18 +63,6 @@ func (r release) render() (map[string]string, error) {
 		return nil, err
 	}
 	return engine.Render(c, rv)
-}
-
-// deepCopy copies nested maps so that a merge cannot change a test table's values.
-func deepCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok {
-			v = deepCopy(sub)
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // wspecRelease is the chart of this repository as the docs install it.
