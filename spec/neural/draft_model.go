@@ -38,8 +38,9 @@ type draftCheckpoint struct{ path string }
 func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{DraftQ: true} }
 
 // Load streams the draft model to the target's device (its float matrices in the target's
-// weight type, quantized GGUF ones as they are), with a page pool holding as many tokens as the
-// target's and every sequence's drafts (it never verifies: one draft row).
+// weight type, quantized GGUF ones as they are, its KV cache in the target's KV type), with a
+// page pool holding as many tokens as the target's and every sequence's drafts (it never
+// verifies: one draft row).
 func (c draftCheckpoint) Load(target *model.Model) (spec.Method, error) {
 	wm, err := weights.OpenDraft(c.path, &target.Cfg)
 	if err != nil {
@@ -48,7 +49,7 @@ func (c draftCheckpoint) Load(target *model.Model) (spec.Method, error) {
 	defer wm.Close()
 	o := target.Opts
 	ps := o.PageSize
-	m, err := model.Load(target.Device(), *wm.Config, wm.Source, model.Options{MaxDraft: 1, Weights: o.Weights, PageSize: ps,
+	m, err := model.Load(target.Device(), *wm.Config, wm.Source, model.Options{MaxDraft: 1, Weights: o.Weights, KVType: o.KVType, PageSize: ps,
 		Pages: o.Pages + o.MaxSeqs*((model.MaxChain+ps-1)/ps+1), MaxSeqs: o.MaxSeqs})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.path, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/wgsl"
 )
 
 // smallCfg is a smaller draft model for loopCfg's targets: same vocabulary, half the width, one
@@ -65,7 +66,8 @@ func draftModel(t testing.TB, dir string, target *model.Model) spec.Method {
 
 // Greedy decoding with a draft model gives plain greedy's tokens for every k: with a smaller
 // random model (loaded from a checkpoint folder through the registry) and with the target
-// itself as its own draft model, whose drafts nearly all pass.
+// itself as its own draft model, whose drafts nearly all pass. See also
+// TestDraftModelKVType.
 func TestDraftModelGreedyExact(t *testing.T) {
 	w := ref.RandomLlama(loopCfg, 2)
 	m := newDeviceModel(t, w)
@@ -91,6 +93,26 @@ func TestDraftModelGreedyExact(t *testing.T) {
 		if name == "self" && total.AcceptanceRate() < 0.9 {
 			t.Errorf("the target as its own draft model: acceptance %.3f, want > 0.9", total.AcceptanceRate())
 		}
+	}
+}
+
+// A draft model keeps its KV cache in the target's KV type (an f16 cache for an f16 target
+// halves the draft model's KV reads), and greedy decoding stays exact with it.
+func TestDraftModelKVType(t *testing.T) {
+	w := ref.RandomLlama(loopCfg, 2)
+	m := newDeviceModelKV(t, w, wgsl.F16)
+	d := draftModel(t, writeLlamaDir(t, w), m)
+	if got := d.(*DraftModelMethod).m.Opts.KVType; got != wgsl.F16 {
+		t.Fatalf("the draft model's KV cache is %v for a target's of f16", got)
+	}
+	const n = 40
+	want, _ := decode(t, w, m, nil, loopPrompt, 0, n, batch.Sampling{}, nil)
+	got, met := decode(t, w, m, d, loopPrompt, 4, n, batch.Sampling{}, nil)
+	if !slices.Equal(got, want) {
+		t.Fatalf("speculative greedy with an f16 draft KV\n%v\nplain\n%v", got, want)
+	}
+	if met.AcceptanceRate() < 0.9 {
+		t.Errorf("the target as its own draft model (both f16 KV): acceptance %.3f, want > 0.9", met.AcceptanceRate())
 	}
 }
 
