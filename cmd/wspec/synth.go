@@ -28,7 +28,7 @@ func runSynth(args []string) error {
 	fs.IntVar(&size.Heads, "heads", 32, "with --inflate: the attention heads (of the small model's head size)")
 	fs.IntVar(&size.Intermediate, "intermediate", 8192, "with --inflate: the MLP's width")
 	fs.IntVar(&size.Layers, "layers", 22, "with --inflate: the layers")
-	draftersOut := fs.String("drafters-out", "", "with --inflate of the default model: also inflate its shipped drafters (medusa, eagle, eagle3) into this folder")
+	draftersOut := fs.String("drafters-out", "", "with --inflate of the default model: also write its shipped drafters for the inflated model into this folder (medusa, eagle, eagle3 inflated; draft_model retargeted)")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: wspec synth --shape NAME --out DIR [--dtype f16] [--seed S] [--tokenizer FILE]\n"+
 			"       wspec synth --inflate SMALL --out DIR [--hidden 1536 --heads 32 --intermediate 8192 --layers 22] [--dtype f16]\n\n"+
@@ -68,7 +68,8 @@ func runSynth(args []string) error {
 }
 
 // runInflate writes the small model inflated to size into out, and when draftersOut is set
-// the default model's shipped heads inflated for it into draftersOut/METHOD.
+// the default model's shipped drafters for it into draftersOut/METHOD: the heads inflated, the
+// draft model retargeted.
 func runInflate(small, out, dtype string, size synth.Size, draftersOut string) error {
 	dt := weights.DType(strings.ToUpper(dtype))
 	switch {
@@ -106,8 +107,18 @@ func runInflate(small, out, dtype string, size synth.Size, draftersOut string) e
 		if err := synth.WriteInflatedDrafter(to, method, dir, small, size, dt); err != nil {
 			return fmt.Errorf("%s: %w", method, err)
 		}
-		fmt.Fprintf(os.Stderr, "wrote %s (use it with --speculative-mode %s --draft-model %s; the draft model is %s itself)\n", to, method, to, small)
+		fmt.Fprintf(os.Stderr, "wrote %s (use it with --speculative-mode %s --draft-model %s)\n", to, method, to)
 	}
+	// the shipped draft model drafts tokens, not features: a copy naming the inflated target
+	dir, err := drafters.Dir("draft_model")
+	if err != nil {
+		return err
+	}
+	to := filepath.Join(draftersOut, "draft_model")
+	if err := synth.WriteRetargeted(to, dir, out); err != nil {
+		return fmt.Errorf("draft_model: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s (use it with --speculative-mode draft_model --draft-model %s; %s itself drafts its inflation exactly)\n", to, to, small)
 	return nil
 }
 

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/wspec/wspec/spec"
+	"github.com/wspec/wspec/spec/drafters"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/weights/synth"
 )
 
 // stories15M inflated (wspec synth --inflate, F16 on the device) writes stories15M's greedy
-// text, plainly and with n-gram speculation.
+// text, plainly, with n-gram speculation and with the shipped draft model retargeted for it.
 func TestInflatedStoriesOnDevice(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "inflated")
 	if err := synth.WriteInflated(dir, storiesDir, synth.Size{Hidden: 576, Heads: 12, Intermediate: 1536, Layers: 9}, synth.Options{DType: weights.F16}); err != nil {
@@ -29,7 +30,15 @@ func TestInflatedStoriesOnDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range []*spec.Config{nil, {Mode: "ngram", NumSpeculativeTokens: 4}} {
+	shipped, err := drafters.Dir("draft_model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft := filepath.Join(t.TempDir(), "draft_model")
+	if err := synth.WriteRetargeted(draft, shipped, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []*spec.Config{nil, {Mode: "ngram", NumSpeculativeTokens: 4}, {Mode: "draft_model", NumSpeculativeTokens: 4, Model: draft}} {
 		big, err := Load(dir, Options{Device: testDevice(t), Speculative: sc})
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,10 @@ package synth
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/wspec/wspec/weights"
@@ -157,4 +160,53 @@ func WriteInflatedDrafter(dir, method, drafterDir, small string, size Size, dtyp
 		}
 		return fmt.Errorf("%w: drafter method %q (medusa, eagle or eagle3; a draft model needs none: the small model drafts for its inflation)", ErrInflate, method)
 	})
+}
+
+// WriteRetargeted writes a copy of the draft model in drafterDir (a Hugging Face folder),
+// made for a small model, into dir (which must not exist), naming targetDir, that model
+// inflated, as its target (weights.TargetIDKey). A draft model reads no feature of its
+// target, only tokens, so it needs no inflation: its target computes the same function as the
+// one it was trained for, and only the fingerprint the loader checks changes.
+func WriteRetargeted(dir, drafterDir, targetDir string) error {
+	m, err := weights.OpenWeights(targetDir)
+	if err != nil {
+		return err
+	}
+	id, err := weights.TargetIDOfSource(filepath.Base(filepath.Clean(targetDir)), m.Config, m.Source)
+	m.Close()
+	if err != nil {
+		return err
+	}
+	files, err := os.ReadDir(drafterDir)
+	if err != nil {
+		return err
+	}
+	return weights.WriteFolder(dir, false, func(tmp string) error {
+		for _, f := range files {
+			if !f.Type().IsRegular() {
+				continue
+			}
+			if err := copyFile(filepath.Join(tmp, f.Name()), filepath.Join(drafterDir, f.Name())); err != nil {
+				return err
+			}
+		}
+		return weights.WriteTargetID(tmp, id)
+	})
+}
+
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
