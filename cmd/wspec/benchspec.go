@@ -17,8 +17,8 @@ import (
 )
 
 // specBench is `wspec bench --prompts FILE`: each drafter, at each k and adaptive, at each
-// temperature, over a prompt set, each generation beside a plain one of the same prompt and
-// seed (the same text: seeded output does not depend on speculation), so the speed-up is
+// temperature, over a prompt set, each generation between two plain ones of the same prompt
+// and seed (the same text: seeded output does not depend on speculation), so the speed-up is
 // measured in the same run on the same tokens.
 type specBench struct {
 	model, adapter, dtype string
@@ -44,7 +44,7 @@ type specBenchRow struct {
 	AcceptanceRate       float64   `json:"acceptance_rate"`
 	AcceptancePerPos     []float64 `json:"acceptance_per_position"` // of the steps that drafted that far
 	TokPerSec            float64   `json:"decode_tok_per_s"`        // median over prompts
-	PlainTokPerSec       float64   `json:"plain_decode_tok_per_s"`  // median over the same prompts
+	PlainTokPerSec       float64   `json:"plain_decode_tok_per_s"`  // median over the same prompts (of a prompt's two runs' mean)
 	SpeedUp              float64   `json:"speedup"`                 // median of the per-prompt ratios
 	DraftShare           float64   `json:"draft_share"`             // of the decode time, drafting
 	StepMs               float64   `json:"step_ms"`                 // mean target step (verify) wall time
@@ -174,7 +174,10 @@ func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 	return rows, nil
 }
 
-// drafter runs one engine's grid: for each temperature and prompt, plain then each k.
+// drafter runs one engine's grid: for each temperature and prompt, plain, each k, plain
+// again. The arms' order turns by one each prompt and an arm's speed-up is over the mean of
+// the prompt's two plain runs, so that a machine slowing or speeding up within a prompt's runs
+// favours no arm (adaptive, listed last, ran furthest from plain in every prompt before).
 func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) ([]specBenchRow, error) {
 	type acc struct {
 		m                spec.Metrics
@@ -187,32 +190,43 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 		accs := make([]acc, len(b.ks))
 		for pi, p := range b.prompts {
 			o := engine.GenerateOptions{MaxTokens: b.tokens, Sampling: engine.Sampling{Temperature: temp, Seed: uint64(1000 + pi)}}
-			o.NoSpeculation = true
-			plain, err := e.Generate(ctx, p, o)
+			plain := func() (*engine.Result, error) {
+				po := o
+				po.NoSpeculation = true
+				return e.Generate(ctx, p, po)
+			}
+			before, err := plain()
 			if err != nil {
 				return out, err
 			}
-			for i, k := range b.ks {
-				o.NoSpeculation, o.NumSpeculativeTokens, o.FixedSpeculation = false, k, k > 0
+			res := make([]*engine.Result, len(b.ks))
+			for _, i := range armOrder(len(b.ks), pi) {
+				k := b.ks[i]
+				o.NumSpeculativeTokens, o.FixedSpeculation = k, k > 0
 				if k == 0 {
 					o.NumSpeculativeTokens = b.maxK
 				}
-				res, err := e.Generate(ctx, p, o)
-				if err != nil {
+				if res[i], err = e.Generate(ctx, p, o); err != nil {
 					return out, err
 				}
-				if temp == 0 && !slices.Equal(res.Tokens, plain.Tokens) {
+				if temp == 0 && !slices.Equal(res[i].Tokens, before.Tokens) {
 					return out, fmt.Errorf("%s k=%d: greedy output differs from plain decoding on %q", name, k, p)
 				}
+			}
+			after, err := plain()
+			if err != nil {
+				return out, err
+			}
+			pl := (decodeRate(before) + decodeRate(after)) / 2
+			for i, r := range res {
 				a := &accs[i]
-				a.m.Add(res.Metrics)
-				a.tokens += len(res.Tokens)
-				sp, pl := decodeRate(res), decodeRate(plain)
-				if sp > 0 && pl > 0 {
+				a.m.Add(r.Metrics)
+				a.tokens += len(r.Tokens)
+				if sp := decodeRate(r); sp > 0 && pl > 0 {
 					a.tps, a.plain, a.up = append(a.tps, sp), append(a.plain, pl), append(a.up, sp/pl)
 				}
-				a.decode += res.Decode
-				a.draftDur += res.Metrics.DraftTime
+				a.decode += r.Decode
+				a.draftDur += r.Metrics.DraftTime
 			}
 			b.log(fmt.Sprintf("%s T=%g: prompt %d/%d", name, temp, pi+1, len(b.prompts)))
 		}
@@ -235,6 +249,15 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 		}
 	}
 	return out, nil
+}
+
+// armOrder is the order of n arms for prompt pi: 0..n-1 turned by pi.
+func armOrder(n, pi int) []int {
+	o := make([]int, n)
+	for j := range o {
+		o[j] = (j + pi) % n
+	}
+	return o
 }
 
 // decodeRate is a result's decode tokens per second (the first token is the prefill's).

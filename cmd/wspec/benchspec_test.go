@@ -113,3 +113,24 @@ func TestSpecBenchOutputs(t *testing.T) {
 		t.Errorf("table:\n%s", tab)
 	}
 }
+
+// Over n prompts every arm runs once at every position of a prompt's runs, so no arm is always
+// the one furthest from the plain runs.
+func TestArmOrderTurns(t *testing.T) {
+	const n = 5
+	seen := make([][n]int, n) // seen[arm][position]
+	for pi := range n {
+		o := armOrder(n, pi)
+		if s := slices.Sorted(slices.Values(o)); !slices.Equal(s, []int{0, 1, 2, 3, 4}) {
+			t.Fatalf("prompt %d: order %v is not the arms once each", pi, o)
+		}
+		for pos, arm := range o {
+			seen[arm][pos]++
+		}
+	}
+	for arm, pos := range seen {
+		if pos != [n]int{1, 1, 1, 1, 1} {
+			t.Errorf("arm %d ran at positions %v over %d prompts", arm, pos, n)
+		}
+	}
+}
