@@ -117,9 +117,11 @@ type Blocking func(n int) (blocks, computed int)
 
 type ema struct{ mean, weight float64 }
 
+// emaDecay weighs past observations: about the last 20 count.
+const emaDecay = 0.95
+
 func (e *ema) add(v float64) {
-	const decay = 0.95
-	e.weight = e.weight*decay + 1
+	e.weight = e.weight*emaDecay + 1
 	e.mean += (v - e.mean) / e.weight
 }
 
@@ -135,6 +137,14 @@ func (c *CostModel) ObserveStep(rows int, d time.Duration) {
 	observe(c.byRows, rows, d)
 	c.fixed, c.perRow = fitLine(c.byRows, c.oneBlock, c.fixed, c.perRow)
 }
+
+// Every row count's mean time fades as steps of other row counts are observed, as its own
+// does (the ema's decay), and one that has faded below minFitWeight leaves the fit: a time
+// measured while the machine was busy (the calibration's 9 rows, the long drafts of a busy
+// minute) would otherwise price rows for as long as the plan does not step that many rows
+// again, which, once it prices them dear, it never does. The row counts stepped lately fit
+// the line; with one of them left the line keeps its slope.
+const minFitWeight = 0.25
 
 // SetBlocking tells the model how the device runs a step's rows.
 func (c *CostModel) SetBlocking(b Blocking) {
@@ -163,8 +173,9 @@ func (c *CostModel) oneBlock(n int) (float64, bool) {
 }
 
 // perBlock is what a step's second and later blocks cost each beyond the line: the mean
-// excess of the observed steps of several blocks seen often enough to trust, else of the
-// seeded ones (0 when there are none).
+// excess of the observed steps of several blocks seen often enough lately to trust (a weight
+// of trustBlock: about once in every 14 steps, or a few times in a row), else of the seeded
+// ones (0 when there are none).
 func (c *CostModel) perBlock() float64 {
 	excess := func(n int, d float64) (float64, bool) {
 		b, comp := c.shape(n)
@@ -175,7 +186,7 @@ func (c *CostModel) perBlock() float64 {
 	}
 	var sum, w float64
 	for n, e := range c.byRows {
-		if x, ok := excess(n, e.mean); ok && e.weight >= 4 {
+		if x, ok := excess(n, e.mean); ok && e.weight >= trustBlock {
 			sum, w = sum+x*e.weight, w+e.weight
 		}
 	}
@@ -191,6 +202,9 @@ func (c *CostModel) perBlock() float64 {
 	}
 	return sum / w
 }
+
+// trustBlock is the weight an observed step of several blocks needs to price a block.
+const trustBlock = 2
 
 // ObserveDraft records a drafter's call that proposed tokens tokens in d.
 func (c *CostModel) ObserveDraft(tokens int, d time.Duration) {
@@ -208,25 +222,31 @@ func (c *CostModel) ObserveDraft(tokens int, d time.Duration) {
 	c.draftCall, c.perDraft = fitLine(c.byDrafts, func(n int) (float64, bool) { return float64(n), true }, c.draftCall, c.perDraft)
 }
 
+// observe adds d to n's mean and fades every other n's.
 func observe(by map[int]*ema, n int, d time.Duration) {
 	e := by[n]
 	if e == nil {
 		e = &ema{}
 		by[n] = e
 	}
+	for m, o := range by {
+		if m != n {
+			o.weight *= emaDecay
+		}
+	}
 	e.add(d.Seconds())
 }
 
 // fitLine fits time = a + b x(n) to the mean times by n (weighted least squares) over the n
-// that x accepts, when two or more x have been seen and the fit has a positive slope and no
-// negative intercept; otherwise it keeps the slope b and moves a (down to 0, the slope then
-// taking the rest).
+// that x accepts and that have not faded (minFitWeight), when two or more x are left and the
+// fit has a positive slope and no negative intercept; otherwise it keeps the slope b and
+// moves a (down to 0, the slope then taking the rest).
 func fitLine(by map[int]*ema, x func(int) (float64, bool), a, b float64) (float64, float64) {
 	var sw, sx, sy, sxx, sxy float64
 	xs := map[float64]bool{}
 	for n, e := range by {
 		xn, ok := x(n)
-		if !ok {
+		if !ok || e.weight < minFitWeight {
 			continue
 		}
 		w := e.weight
@@ -354,18 +374,21 @@ func sameBlocks(blocking Blocking, a, b int) bool {
 var CalibrationRows = []int{1, 5, 9}
 
 // Calibrate fits a cost model to median step times measured for CalibrationRows: step(rows)
-// runs one step of that many rows and returns its time.
+// runs one step of that many rows and returns its time. The row counts take turns, so that a
+// busy spell of the machine slows each of them alike rather than the last ones measured.
 func Calibrate(step func(rows int) (time.Duration, error), reps int) (*CostModel, error) {
-	med := map[int]time.Duration{}
-	for _, rows := range CalibrationRows {
-		var ts []time.Duration
-		for r := 0; r < reps; r++ {
+	times := map[int][]time.Duration{}
+	for r := 0; r < reps; r++ {
+		for _, rows := range CalibrationRows {
 			d, err := step(rows)
 			if err != nil {
 				return nil, err
 			}
-			ts = append(ts, d)
+			times[rows] = append(times[rows], d)
 		}
+	}
+	med := map[int]time.Duration{}
+	for rows, ts := range times {
 		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 		med[rows] = ts[len(ts)/2]
 	}

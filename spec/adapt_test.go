@@ -2,6 +2,7 @@ package spec
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -303,5 +304,81 @@ func TestAcceptanceSeed(t *testing.T) {
 	fresh.Seed(&Acceptance{}, 8) // an engine that has learnt nothing gives nothing
 	if fresh != (Acceptance{}) {
 		t.Errorf("seeded from nothing: %+v", fresh)
+	}
+}
+
+// simulateSteps runs one sequence's plans for steps steps on a device whose step of n rows
+// takes slow x (220 ms + 80 ms a computed row) and whose drafter costs 5 ms + 10 ms a token,
+// with drafts each accepted at rate accept (from rng), and probes after 16 steps without
+// drafts. It returns the draft lengths planned.
+func simulateSteps(c *CostModel, acc *Acceptance, rng *rand.Rand, accept, slow float64, steps int) []int {
+	var ks []int
+	idle := 0
+	for range steps {
+		k := c.Plan([]PlanSeq{{Acc: acc, MaxK: 8}}, 1, 0, func(int) bool { return idle >= 16 })[0]
+		if idle++; k > 0 {
+			idle = 0
+		}
+		n := 0
+		for n < k && rng.Float64() < accept {
+			n++
+		}
+		acc.Record(k, n)
+		_, comp := lavapipeBlocks(1 + k)
+		c.ObserveStep(1+k, time.Duration(slow*float64(time.Duration(220+80*comp)*ms)))
+		if k > 0 {
+			c.ObserveDraft(k, time.Duration(slow*float64(5*ms+time.Duration(k)*10*ms)))
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// A machine that is busy for a while makes every step slower, drafting or not: not a reason
+// to stop drafting for the rest of the engine's life. On the inflated model's costs (a row
+// 300 ms, each more 80 ms): a calibration whose steps of 5 and 9 rows ran while the machine
+// was busy (two or three times the time) stopped every draft for good, since the plan never
+// stepped so many rows again to see them cheap; a drafter right 90% of the time then drafted
+// nothing for a hundred steps. Now those times fade, and within 40 steps the plan drafts as
+// it does after a quiet calibration. Eight busy steps in the middle of a request do not stop
+// its drafts either.
+func TestBusyMachineDoesNotStopDrafting(t *testing.T) {
+	calibrated := func(busy float64) *CostModel {
+		c, err := Calibrate(func(rows int) (time.Duration, error) {
+			d := time.Duration(220+80*rows) * ms
+			if rows > 1 {
+				d = time.Duration(busy * float64(d))
+			}
+			return d, nil
+		}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetBlocking(lavapipeBlocks)
+		return c
+	}
+	for _, busy := range []float64{1, 2, 3} {
+		var acc Acceptance
+		acc.Seed(acceptanceOf(0.9), 8)
+		ks := simulateSteps(calibrated(busy), &acc, rand.New(rand.NewPCG(1, 2)), 0.9, 1, 60)
+		if k := ks[len(ks)-1]; k < 4 {
+			t.Errorf("calibrated at %gx for 5 and 9 rows: after 60 steps the plan drafts %d, want 4 or more: %v", busy, k, ks)
+		}
+	}
+
+	c, rng := calibrated(1), rand.New(rand.NewPCG(3, 4))
+	var acc Acceptance
+	sum := func(ks []int) (s int) {
+		for _, k := range ks {
+			s += k
+		}
+		return s
+	}
+	before := simulateSteps(c, &acc, rng, 0.7, 1, 40)
+	busy := simulateSteps(c, &acc, rng, 0.7, 3, 8)
+	after := simulateSteps(c, &acc, rng, 0.7, 1, 20)
+	b, a := sum(before[30:]), sum(after[10:])
+	if b < 10 || a < b*8/10 {
+		t.Errorf("drafts in 10 steps: %d before eight busy steps, %d ten steps after them\nbefore %v\nbusy %v\nafter %v", b, a, before, busy, after)
 	}
 }

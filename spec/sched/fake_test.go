@@ -236,32 +236,43 @@ func TestFakeSpeculationSteps(t *testing.T) {
 	}
 }
 
-// A sequence whose drafts never pay is probed after 16 steps without drafts, then after 32,
-// 64, ... up to probeMax; once the plan drafts by itself, probes come every 16 steps again.
+// A sequence whose probes are rejected is probed after 16 steps without drafts, then after
+// 32, 64, ... up to probeMax; once a probe is accepted, or the plan drafts by itself, probes
+// come every 16 steps again.
 func TestProbeBackoff(t *testing.T) {
-	var st seqState
-	var probes []int
-	for step := 0; step < 2000; step++ {
-		k := 0
-		if st.probing() {
-			k = 1
-			probes = append(probes, step)
+	probesOf := func(st *seqState, accepted func(step int) int) []int {
+		var probes []int
+		for step := 0; step < 2000; step++ {
+			k := 0
+			if st.probing() {
+				k = 1
+				probes = append(probes, step)
+			}
+			st.planned(k)
+			if k > 0 {
+				st.probeOutcome(accepted(step))
+				st.idle = 0
+			} else {
+				st.idle++
+			}
 		}
-		st.planned(k)
-		if k > 0 {
-			st.idle = 0
-		} else {
-			st.idle++
-		}
+		return probes
 	}
+	var st seqState
 	want := []int{16, 49, 114, 243, 500, 1013, 1526}
-	if !slices.Equal(probes, want) {
-		t.Fatalf("probes at steps %v, want %v", probes, want)
+	if probes := probesOf(&st, func(int) int { return 0 }); !slices.Equal(probes, want) {
+		t.Fatalf("rejected probes at steps %v, want %v", probes, want)
 	}
 	st.idle = 0
 	st.planned(3) // the plan drafts again by itself
 	if st.probe != probeEvery {
 		t.Fatalf("after drafting by plan the next probe waits %d steps, want %d", st.probe, probeEvery)
+	}
+	// rejected until step 200, accepted after: the wait is back to 16 after the first accepted
+	probes := probesOf(&seqState{}, func(step int) int { return min(1, max(0, step-200)) })
+	i := slices.IndexFunc(probes, func(s int) bool { return s > 200 })
+	if i < 0 || i+2 >= len(probes) || probes[i+1]-probes[i] != probeEvery+1 || probes[i+2]-probes[i+1] != probeEvery+1 {
+		t.Fatalf("probes %v: after an accepted one (past step 200) want one every %d steps", probes, probeEvery+1)
 	}
 }
 

@@ -17,8 +17,9 @@ type seqState struct {
 	drafter spec.Drafter // nil without speculation
 	fed     int          // tokens of the job's context in the cache
 	acc     spec.Acceptance
-	idle    int // steps since it last drafted (a draft is probed now and then)
-	probe   int // steps without drafts before the next probe: probeEvery, doubling while probes do not pay
+	idle    int  // steps since it last drafted (a draft is probed now and then)
+	probe   int  // steps without drafts before the next probe: probeEvery, doubling while probes are rejected
+	probed  bool // this step's drafts are a probe
 	// this step:
 	decoding bool // it feeds its last token (and drafts), rather than a prompt chunk
 }
@@ -28,9 +29,11 @@ type seqState struct {
 const seedAcceptance = 8
 
 // probeEvery is how many steps without drafts a sequence waits before drafting one token
-// anyway, so that its acceptance is still measured when the plan stops drafting. While the
-// plan keeps choosing no drafts after a probe, the wait doubles, up to probeMax, so that a
-// drafter that never pays costs a fraction of a percent; drafting by plan resets it.
+// anyway, so that its acceptance and the price of a draft row are still measured when the
+// plan stops drafting. A rejected probe doubles the wait, up to probeMax, so that a drafter
+// that is never right costs a fraction of a percent; an accepted one, or drafting by plan,
+// resets it (a plan that stopped because steps looked dear, say on a busy spell of the
+// machine, sees soon again what a draft costs).
 const (
 	probeEvery = 16
 	probeMax   = 512
@@ -39,14 +42,26 @@ const (
 // probing says whether the sequence has gone long enough without drafts to probe one.
 func (st *seqState) probing() bool { return st.idle >= max(st.probe, probeEvery) }
 
-// planned takes the step's plan of k drafts for the sequence: a probe doubles the wait for
-// the next one, drafting by plan resets it.
+// planned takes the step's plan of k drafts for the sequence: drafting by plan resets the
+// probe's wait; a probe's outcome sets it (probeOutcome).
 func (st *seqState) planned(k int) {
-	switch {
-	case k > 0 && st.probing(): // a probe (or a plan that drafts again just then)
-		st.probe = min(2*max(st.probe, probeEvery), probeMax)
-	case k > 0:
+	st.probed = k > 0 && st.probing() // a probe (or a plan that drafts again just then)
+	if k > 0 && !st.probed {
 		st.probe = probeEvery
+	}
+}
+
+// probeOutcome takes how many of a probe's drafts were accepted: none doubles the wait for
+// the next probe, any resets it.
+func (st *seqState) probeOutcome(accepted int) {
+	if !st.probed {
+		return
+	}
+	st.probed = false
+	if accepted > 0 {
+		st.probe = probeEvery
+	} else {
+		st.probe = min(2*max(st.probe, probeEvery), probeMax)
 	}
 }
 

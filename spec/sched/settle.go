@@ -85,6 +85,7 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 		j.res.Metrics.Count(st.NDraft, accepted)
 		seq.acc.Record(st.NDraft, accepted)
 		s.acc.Record(st.NDraft, accepted)
+		seq.probeOutcome(accepted)
 		info.Drafts += st.NDraft
 		info.Accepted += accepted
 		for len(info.AcceptedAt) < st.NDraft {
