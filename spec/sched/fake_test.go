@@ -237,8 +237,8 @@ func TestFakeSpeculationSteps(t *testing.T) {
 }
 
 // A sequence whose probes are rejected is probed after 16 steps without drafts, then after
-// 32, 64, ... up to probeMax; once a probe is accepted, or the plan drafts by itself, probes
-// come every 16 steps again.
+// 32, 64, ... up to probeMax; accepted probes halve the wait back to 16, and once the plan
+// drafts by itself probes come every 16 steps again.
 func TestProbeBackoff(t *testing.T) {
 	probesOf := func(st *seqState, accepted func(step int) int) []int {
 		var probes []int
@@ -268,11 +268,11 @@ func TestProbeBackoff(t *testing.T) {
 	if st.probe != probeEvery {
 		t.Fatalf("after drafting by plan the next probe waits %d steps, want %d", st.probe, probeEvery)
 	}
-	// rejected until step 200, accepted after: the wait is back to 16 after the first accepted
+	// rejected until step 200, accepted after: the waits halve back to 16
 	probes := probesOf(&seqState{}, func(step int) int { return min(1, max(0, step-200)) })
-	i := slices.IndexFunc(probes, func(s int) bool { return s > 200 })
-	if i < 0 || i+2 >= len(probes) || probes[i+1]-probes[i] != probeEvery+1 || probes[i+2]-probes[i+1] != probeEvery+1 {
-		t.Fatalf("probes %v: after an accepted one (past step 200) want one every %d steps", probes, probeEvery+1)
+	want = []int{16, 49, 114, 243, 308, 341, 358, 375}
+	if !slices.Equal(probes[:len(want)], want) {
+		t.Fatalf("probes accepted past step 200 at steps %v, want %v...", probes, want)
 	}
 }
 

@@ -31,9 +31,10 @@ const seedAcceptance = 8
 // probeEvery is how many steps without drafts a sequence waits before drafting one token
 // anyway, so that its acceptance and the price of a draft row are still measured when the
 // plan stops drafting. A rejected probe doubles the wait, up to probeMax, so that a drafter
-// that is never right costs a fraction of a percent; an accepted one, or drafting by plan,
-// resets it (a plan that stopped because steps looked dear, say on a busy spell of the
-// machine, sees soon again what a draft costs).
+// that is seldom right costs a fraction of a percent; an accepted one halves it, down to
+// probeEvery, and drafting by plan resets it: a drafter right more often than not, whose plan
+// stopped because steps looked dear (say on a busy spell of the machine), soon shows again
+// what a draft costs.
 const (
 	probeEvery = 16
 	probeMax   = 512
@@ -52,14 +53,14 @@ func (st *seqState) planned(k int) {
 }
 
 // probeOutcome takes how many of a probe's drafts were accepted: none doubles the wait for
-// the next probe, any resets it.
+// the next probe, any halves it.
 func (st *seqState) probeOutcome(accepted int) {
 	if !st.probed {
 		return
 	}
 	st.probed = false
 	if accepted > 0 {
-		st.probe = probeEvery
+		st.probe = max(st.probe/2, probeEvery)
 	} else {
 		st.probe = min(2*max(st.probe, probeEvery), probeMax)
 	}
