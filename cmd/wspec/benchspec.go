@@ -192,7 +192,7 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 			o := engine.GenerateOptions{MaxTokens: b.tokens, Sampling: engine.Sampling{Temperature: temp, Seed: uint64(1000 + pi)}}
 			plain := func() (*engine.Result, error) {
 				po := o
-				po.NoSpeculation = true
+				po.NoSpeculation, po.NumSpeculativeTokens, po.FixedSpeculation = true, 0, false
 				return e.Generate(ctx, p, po)
 			}
 			before, err := plain()
