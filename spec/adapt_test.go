@@ -382,3 +382,51 @@ func TestBusyMachineDoesNotStopDrafting(t *testing.T) {
 		t.Errorf("drafts in 10 steps: %d before eight busy steps, %d ten steps after them\nbefore %v\nbusy %v\nafter %v", b, a, before, busy, after)
 	}
 }
+
+// A step of one block is priced by what steps of its height took lately, not by the line
+// fitted over every row count: on the inflated model calibrated at 1, 5 and 9 rows the line
+// priced a second row at about 90 ms where steps of two rows took 60 ms more than steps of
+// one, and EAGLE's drafts (41% accepted) were left out where one a step paid.
+func TestPlanPricesHeightsMeasured(t *testing.T) {
+	c := NewCostModel(210*ms, 90*ms)
+	c.SetBlocking(lavapipeBlocks)
+	for range 4 {
+		for rows, d := range map[int]time.Duration{1: 210 * ms, 2: 270 * ms, 5: 570 * ms, 9: 930 * ms} {
+			c.ObserveStep(rows, d)
+		}
+	}
+	c.ObserveDraft(1, 7*ms)
+	if k := c.Plan([]PlanSeq{{Acc: acceptanceOf(0.41), MaxK: 8}}, 1, 0, nil)[0]; k != 1 {
+		t.Errorf("a drafter right 41%% of the time where a second row costs 60 ms of 210: %d drafts, want 1", k)
+	}
+	if k := c.Plan([]PlanSeq{{Acc: acceptanceOf(0.2), MaxK: 8}}, 1, 0, nil)[0]; k != 0 {
+		t.Errorf("a drafter right 20%% of the time: %d drafts, want 0", k)
+	}
+	// a height measured cheaper than a lower one is priced as the lower one: no free rows
+	c.ObserveStep(3, 200*ms)
+	if hp := c.heightPrices(); hp.price(3, 0) < hp.price(2, 0) {
+		t.Errorf("3 rows priced %v below 2 rows' %v", hp.price(3, 0), hp.price(2, 0))
+	}
+}
+
+// A rate learnt from a draft or two is a guess: a fresh sequence whose first draft was
+// rejected (on a device where a draft pays above 44%) keeps drafting, and stops once many
+// rejections say the drafter is poor.
+func TestPlanHopesOnFewDrafts(t *testing.T) {
+	c := NewCostModel(220*ms, 90*ms)
+	c.ObserveDraft(1, 7*ms)
+	var acc Acceptance
+	acc.Record(1, 0)
+	if r := acc.Chain(0); r > 0.34 {
+		t.Fatalf("after one rejection the rate is %.2f", r)
+	}
+	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, nil)[0]; k == 0 {
+		t.Errorf("one rejected draft stopped drafting")
+	}
+	for range 30 {
+		acc.Record(1, 0)
+	}
+	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, nil)[0]; k != 0 {
+		t.Errorf("after 31 rejections: %d drafts", k)
+	}
+}

@@ -76,7 +76,7 @@ func (e *Engine) warmDrafter() error {
 	return nil
 }
 
-// calibrate times steps of 1, 5 and 9 rows (one token and its drafts) on a scratch sequence:
+// calibrate times steps of 1, 2, 3, 5 and 9 rows (one token and its drafts) on a scratch sequence:
 // the cost model adaptive speculation starts from; then a full batch (MaxSeqs sequences of
 // one token) and the same with one draft more, whose difference the planner charges a draft
 // that takes a full batch past it (seedBatch).
