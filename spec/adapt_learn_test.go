@@ -1,0 +1,131 @@
+package spec
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// simulateSteps runs one sequence's plans for steps steps on a device whose step of n rows
+// takes slow x (220 ms + 80 ms a computed row) and whose drafter costs 5 ms + 10 ms a token,
+// with drafts each accepted at rate accept (from rng), and probes after 16 steps without
+// drafts. It returns the draft lengths planned.
+func simulateSteps(c *CostModel, acc *Acceptance, rng *rand.Rand, accept, slow float64, steps int) []int {
+	var ks []int
+	idle := 0
+	for range steps {
+		k := c.Plan([]PlanSeq{{Acc: acc, MaxK: 8}}, 1, 0, func(int) bool { return idle >= 16 })[0]
+		if idle++; k > 0 {
+			idle = 0
+		}
+		n := 0
+		for n < k && rng.Float64() < accept {
+			n++
+		}
+		acc.Record(k, n)
+		_, comp := lavapipeBlocks(1 + k)
+		c.ObserveStep(1+k, time.Duration(slow*float64(time.Duration(220+80*comp)*ms)))
+		if k > 0 {
+			c.ObserveDraft(k, time.Duration(slow*float64(5*ms+time.Duration(k)*10*ms)))
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// A machine that is busy for a while makes every step slower, drafting or not: not a reason
+// to stop drafting for the rest of the engine's life. On the inflated model's costs (a row
+// 300 ms, each more 80 ms): a calibration whose steps of 5 and 9 rows ran while the machine
+// was busy (two or three times the time) stopped every draft for good, since the plan never
+// stepped so many rows again to see them cheap; a drafter right 90% of the time then drafted
+// nothing for a hundred steps. Now those times fade, and within 40 steps the plan drafts as
+// it does after a quiet calibration. Eight busy steps in the middle of a request do not stop
+// its drafts either.
+func TestBusyMachineDoesNotStopDrafting(t *testing.T) {
+	calibrated := func(busy float64) *CostModel {
+		c, err := Calibrate(func(rows int) (time.Duration, error) {
+			d := time.Duration(220+80*rows) * ms
+			if rows > 1 {
+				d = time.Duration(busy * float64(d))
+			}
+			return d, nil
+		}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetBlocking(lavapipeBlocks)
+		return c
+	}
+	for _, busy := range []float64{1, 2, 3} {
+		var acc Acceptance
+		acc.Seed(acceptanceOf(0.9), 8)
+		ks := simulateSteps(calibrated(busy), &acc, rand.New(rand.NewPCG(1, 2)), 0.9, 1, 60)
+		if k := ks[len(ks)-1]; k < 4 {
+			t.Errorf("calibrated at %gx for 5 and 9 rows: after 60 steps the plan drafts %d, want 4 or more: %v", busy, k, ks)
+		}
+	}
+
+	c, rng := calibrated(1), rand.New(rand.NewPCG(3, 4))
+	var acc Acceptance
+	sum := func(ks []int) (s int) {
+		for _, k := range ks {
+			s += k
+		}
+		return s
+	}
+	before := simulateSteps(c, &acc, rng, 0.7, 1, 40)
+	busy := simulateSteps(c, &acc, rng, 0.7, 3, 8)
+	after := simulateSteps(c, &acc, rng, 0.7, 1, 20)
+	b, a := sum(before[30:]), sum(after[10:])
+	if b < 10 || a < b*8/10 {
+		t.Errorf("drafts in 10 steps: %d before eight busy steps, %d ten steps after them\nbefore %v\nbusy %v\nafter %v", b, a, before, busy, after)
+	}
+}
+
+// A step of one block is priced by what steps of its height took lately, not by the line
+// fitted over every row count: on the inflated model calibrated at 1, 5 and 9 rows the line
+// priced a second row at about 90 ms where steps of two rows took 60 ms more than steps of
+// one, and EAGLE's drafts (41% accepted) were left out where one a step paid.
+func TestPlanPricesHeightsMeasured(t *testing.T) {
+	c := NewCostModel(210*ms, 90*ms)
+	c.SetBlocking(lavapipeBlocks)
+	for range 4 {
+		for rows, d := range map[int]time.Duration{1: 210 * ms, 2: 270 * ms, 5: 570 * ms, 9: 930 * ms} {
+			c.ObserveStep(rows, d)
+		}
+	}
+	c.ObserveDraft(1, 7*ms)
+	if k := c.Plan([]PlanSeq{{Acc: acceptanceOf(0.41), MaxK: 8}}, 1, 0, nil)[0]; k != 1 {
+		t.Errorf("a drafter right 41%% of the time where a second row costs 60 ms of 210: %d drafts, want 1", k)
+	}
+	if k := c.Plan([]PlanSeq{{Acc: acceptanceOf(0.2), MaxK: 8}}, 1, 0, nil)[0]; k != 0 {
+		t.Errorf("a drafter right 20%% of the time: %d drafts, want 0", k)
+	}
+	// a height measured cheaper than a lower one is priced as the lower one: no free rows
+	c.ObserveStep(3, 200*ms)
+	if hp := c.heightPrices(); hp.price(3, 0) < hp.price(2, 0) {
+		t.Errorf("3 rows priced %v below 2 rows' %v", hp.price(3, 0), hp.price(2, 0))
+	}
+}
+
+// A rate learnt from a draft or two is a guess: a fresh sequence whose first draft was
+// rejected (on a device where a draft pays above 44%) keeps drafting, and stops once many
+// rejections say the drafter is poor.
+func TestPlanHopesOnFewDrafts(t *testing.T) {
+	c := NewCostModel(220*ms, 90*ms)
+	c.ObserveDraft(1, 7*ms)
+	var acc Acceptance
+	acc.Record(1, 0)
+	if r := acc.Chain(0); r > 0.34 {
+		t.Fatalf("after one rejection the rate is %.2f", r)
+	}
+	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, nil)[0]; k == 0 {
+		t.Errorf("one rejected draft stopped drafting")
+	}
+	for range 30 {
+		acc.Record(1, 0)
+	}
+	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, nil)[0]; k != 0 {
+		t.Errorf("after 31 rejections: %d drafts", k)
+	}
+}
