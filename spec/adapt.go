@@ -308,13 +308,18 @@ func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(
 
 // heightPrices are the measured times of one-block steps by height, where stepped lately
 // (their means not faded below minFitWeight), each at least the price of every lower height.
-type heightPrices []struct{ h, t float64 }
+type heightPrices []heightPrice
+
+type heightPrice struct {
+	h int     // rows the block computes
+	t float64 // seconds
+}
 
 func (c *CostModel) heightPrices() heightPrices {
 	var hp heightPrices
 	for h, e := range c.byHeight {
 		if e.weight >= minFitWeight {
-			hp = append(hp, struct{ h, t float64 }{float64(h), e.mean})
+			hp = append(hp, heightPrice{h, e.mean})
 		}
 	}
 	sort.Slice(hp, func(i, j int) bool { return hp[i].h < hp[j].h })
@@ -326,16 +331,16 @@ func (c *CostModel) heightPrices() heightPrices {
 
 // price is a one-block step of height h: its measured time, else line, never below a lower
 // height's measured time. The line is fitted over every row count, so between two heights
-// it can be far off: on the inflated model, calibrated at 1, 5 and 9 rows, it priced a second
+// it can be far off: on the inflated model, calibrated (then) at 1, 5 and 9 rows, it priced a second
 // row at 90 ms where steps of two rows took 60 ms more than steps of one, and the plan left
 // EAGLE's drafts out (1.05x) where one a step made 1.18x.
 func (hp heightPrices) price(h int, line float64) float64 {
 	floor := 0.0
 	for _, p := range hp {
 		switch {
-		case p.h == float64(h):
+		case p.h == h:
 			return p.t
-		case p.h < float64(h):
+		case p.h < h:
 			floor = p.t
 		}
 	}
