@@ -24,6 +24,7 @@ func runBench(args []string) error {
 	drafters := fs.String("drafters", "all", "with --prompts: the modes to benchmark, comma-separated, or all")
 	ks := fs.String("ks", "1-8,adaptive", "with --prompts: the draft lengths, e.g. 1-8,adaptive or 2,4")
 	temps := fs.String("temperatures", "0,0.8", "with --prompts: sampling temperatures (0: greedy)")
+	oneHot := fs.Bool("one-hot", false, "with --prompts: at temperatures above 0, each k again with the drafter proposing its argmax one-hot (the baseline of a sampling drafter)")
 	svgOut := fs.String("svg", "", "with --prompts: write a plot of speed-up and acceptance length against k here")
 	sb := addServeBenchFlags(fs)
 	jsonOut := sb.json
@@ -35,7 +36,7 @@ func runBench(args []string) error {
 			return fmt.Errorf("with --prompts the drafters are --drafters and the draft lengths --ks (not --speculative-mode, --speculative-config or -k)")
 		}
 		b, err := newSpecBench(specBenchFlags{model: *modelDir, adapter: *adapter, dtype: *dtype, draftModel: *sf.draft,
-			prompts: *prompts, maxPrompts: *maxPrompts, drafters: *drafters, ks: *ks, temps: *temps, tokens: *tokens})
+			prompts: *prompts, maxPrompts: *maxPrompts, drafters: *drafters, ks: *ks, temps: *temps, tokens: *tokens, oneHot: *oneHot})
 		if err != nil {
 			return err
 		}

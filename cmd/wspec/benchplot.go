@@ -9,7 +9,8 @@ import (
 
 // specBenchSVG writes two panels side by side: the speed-up over plain decoding and the mean
 // acceptance length against k, one line per drafter and temperature (solid: greedy, dashed:
-// sampled); adaptive k is the point past the largest k ("A").
+// sampled; a sampling drafter's one-hot baseline is a line of its own); adaptive k is the point
+// past the largest k ("A").
 func specBenchSVG(path string, rows []specBenchRow) error {
 	maxK := 1.0
 	for _, r := range rows {
@@ -20,15 +21,20 @@ func specBenchSVG(path string, rows []specBenchRow) error {
 	type key struct {
 		drafter string
 		temp    float32
+		oneHot  bool
 	}
 	var order []key
 	up, mal := map[key]*plot.Series{}, map[key]*plot.Series{}
 	for _, r := range rows {
-		k := key{r.Drafter, r.Temperature}
+		k := key{r.Drafter, r.Temperature, r.OneHot}
 		if up[k] == nil {
+			name := r.Drafter
+			if r.OneHot {
+				name += " one-hot"
+			}
 			order = append(order, k)
-			up[k] = &plot.Series{Name: r.Drafter, Dashed: r.Temperature > 0, Dots: true}
-			mal[k] = &plot.Series{Name: r.Drafter, Dashed: r.Temperature > 0, Dots: true}
+			up[k] = &plot.Series{Name: name, Dashed: r.Temperature > 0, Dots: true}
+			mal[k] = &plot.Series{Name: name, Dashed: r.Temperature > 0, Dots: true}
 		}
 		x := maxK + 1 // adaptive
 		if kk, err := strconv.Atoi(r.K); err == nil {

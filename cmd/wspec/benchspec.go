@@ -19,7 +19,7 @@ import (
 // specBench is `wspec bench --prompts FILE`: each drafter, at each k and adaptive, at each
 // temperature, over a prompt set, each generation between two plain ones of the same prompt
 // and seed (the same text: seeded output does not depend on speculation), so the speed-up is
-// measured in the same run on the same tokens.
+// measured in the same run on the same tokens, against the machine's speed of that moment.
 type specBench struct {
 	model, adapter, dtype string
 	draftModel            string // the drafter checkpoint of the one mode benchmarked ("": the shipped one)
@@ -28,14 +28,36 @@ type specBench struct {
 	ks                    []int // 0: adaptive (up to maxK)
 	maxK                  int
 	temps                 []float32
+	oneHot                bool // at T > 0, each k again with one-hot drafts
 	tokens                int
 	log                   func(string)
+}
+
+// benchArm is one speculative configuration of a drafter's grid.
+type benchArm struct {
+	k      int  // 0: adaptive (up to maxK)
+	oneHot bool // the drafter proposes its argmax one-hot though the request samples
+}
+
+// arms are the grid's configurations at temperature temp.
+func (b *specBench) arms(temp float32) []benchArm {
+	var out []benchArm
+	for _, k := range b.ks {
+		out = append(out, benchArm{k: k})
+	}
+	if b.oneHot && temp > 0 {
+		for _, k := range b.ks {
+			out = append(out, benchArm{k: k, oneHot: true})
+		}
+	}
+	return out
 }
 
 // specBenchRow is one drafter at one k and temperature over the prompt set.
 type specBenchRow struct {
 	Drafter     string  `json:"drafter"`
-	K           string  `json:"k"` // "1".."15" or "adaptive"
+	K           string  `json:"k"`                        // "1".."15" or "adaptive"
+	OneHot      bool    `json:"one_hot_drafts,omitempty"` // a sampling drafter's argmax, one-hot
 	Temperature float32 `json:"temperature"`
 	Prompts     int     `json:"prompts"`
 	Tokens      int     `json:"tokens"` // generated, all prompts
@@ -44,7 +66,7 @@ type specBenchRow struct {
 	AcceptanceRate       float64   `json:"acceptance_rate"`
 	AcceptancePerPos     []float64 `json:"acceptance_per_position"` // of the steps that drafted that far
 	TokPerSec            float64   `json:"decode_tok_per_s"`        // median over prompts
-	PlainTokPerSec       float64   `json:"plain_decode_tok_per_s"`  // median over the same prompts (of a prompt's two runs' mean)
+	PlainTokPerSec       float64   `json:"plain_decode_tok_per_s"`  // median over the same prompts (of the mean of the plain runs either side)
 	SpeedUp              float64   `json:"speedup"`                 // median of the per-prompt ratios
 	DraftShare           float64   `json:"draft_share"`             // of the decode time, drafting
 	StepMs               float64   `json:"step_ms"`                 // mean target step (verify) wall time
@@ -57,12 +79,13 @@ type specBenchFlags struct {
 	maxPrompts                        int
 	drafters, ks, temps               string
 	tokens                            int
+	oneHot                            bool
 }
 
 // newSpecBench checks the flags of a drafter benchmark.
 func newSpecBench(f specBenchFlags) (*specBench, error) {
 	model, adapter, dtype, promptFile, maxPrompts, drafters, ks, temps, tokens := f.model, f.adapter, f.dtype, f.prompts, f.maxPrompts, f.drafters, f.ks, f.temps, f.tokens
-	b := &specBench{model: model, adapter: adapter, dtype: dtype, draftModel: f.draftModel, tokens: tokens, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
+	b := &specBench{model: model, adapter: adapter, dtype: dtype, draftModel: f.draftModel, tokens: tokens, oneHot: f.oneHot, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
 	switch {
 	case tokens < 1:
 		return nil, fmt.Errorf("--tokens %d: want at least 1", tokens)
@@ -174,10 +197,12 @@ func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 	return rows, nil
 }
 
-// drafter runs one engine's grid: for each temperature and prompt, plain, each k, plain
-// again. The arms' order turns by one each prompt and an arm's speed-up is over the mean of
-// the prompt's two plain runs, so that a machine slowing or speeding up within a prompt's runs
-// favours no arm (adaptive, listed last, ran furthest from plain in every prompt before).
+// drafter runs one engine's grid: for each temperature and prompt, plain, then each arm
+// followed by plain again, so that every arm runs between two plain runs of its prompt and
+// its speed-up is over their mean. The arms' order turns by one each prompt. A machine whose
+// speed drifts within a prompt's runs (this one's swings by a third within a minute) thus
+// favours no arm: with one plain run either side of all the arms, EAGLE's adaptive plan,
+// which drafted what k 1 did, step for step, measured 1.03x against k 1's 1.20x.
 func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) ([]specBenchRow, error) {
 	type acc struct {
 		m                spec.Metrics
@@ -187,7 +212,8 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 	}
 	var out []specBenchRow
 	for _, temp := range b.temps {
-		accs := make([]acc, len(b.ks))
+		arms := b.arms(temp)
+		accs := make([]acc, len(arms))
 		for pi, p := range b.prompts {
 			o := engine.GenerateOptions{MaxTokens: b.tokens, Sampling: engine.Sampling{Temperature: temp, Seed: uint64(1000 + pi)}}
 			plain := func() (*engine.Result, error) {
@@ -195,47 +221,45 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 				po.NoSpeculation, po.NumSpeculativeTokens, po.FixedSpeculation = true, 0, false
 				return e.Generate(ctx, p, po)
 			}
-			before, err := plain()
+			prev, err := plain()
 			if err != nil {
 				return out, err
 			}
-			res := make([]*engine.Result, len(b.ks))
-			for _, i := range armOrder(len(b.ks), pi) {
-				k := b.ks[i]
-				o.NumSpeculativeTokens, o.FixedSpeculation = k, k > 0
-				if k == 0 {
-					o.NumSpeculativeTokens = b.maxK
+			for _, i := range armOrder(len(arms), pi) {
+				arm, ao := arms[i], o
+				ao.NumSpeculativeTokens, ao.FixedSpeculation, ao.OneHotDrafts = arm.k, arm.k > 0, arm.oneHot
+				if arm.k == 0 {
+					ao.NumSpeculativeTokens = b.maxK
 				}
-				if res[i], err = e.Generate(ctx, p, o); err != nil {
+				r, err := e.Generate(ctx, p, ao)
+				if err != nil {
 					return out, err
 				}
-				if temp == 0 && !slices.Equal(res[i].Tokens, before.Tokens) {
-					return out, fmt.Errorf("%s k=%d: greedy output differs from plain decoding on %q", name, k, p)
+				if temp == 0 && !slices.Equal(r.Tokens, prev.Tokens) {
+					return out, fmt.Errorf("%s k=%d: greedy output differs from plain decoding on %q", name, arm.k, p)
 				}
-			}
-			after, err := plain()
-			if err != nil {
-				return out, err
-			}
-			pl := (decodeRate(before) + decodeRate(after)) / 2
-			for i, r := range res {
+				next, err := plain()
+				if err != nil {
+					return out, err
+				}
 				a := &accs[i]
 				a.m.Add(r.Metrics)
 				a.tokens += len(r.Tokens)
-				if sp := decodeRate(r); sp > 0 && pl > 0 {
+				if sp, pl := decodeRate(r), (decodeRate(prev)+decodeRate(next))/2; sp > 0 && pl > 0 {
 					a.tps, a.plain, a.up = append(a.tps, sp), append(a.plain, pl), append(a.up, sp/pl)
 				}
 				a.decode += r.Decode
 				a.draftDur += r.Metrics.DraftTime
+				prev = next
 			}
 			b.log(fmt.Sprintf("%s T=%g: prompt %d/%d", name, temp, pi+1, len(b.prompts)))
 		}
-		for i, k := range b.ks {
+		for i, arm := range arms {
 			a := accs[i]
-			row := specBenchRow{Drafter: name, K: strconv.Itoa(k), Temperature: temp, Prompts: len(b.prompts), Tokens: a.tokens,
+			row := specBenchRow{Drafter: name, K: strconv.Itoa(arm.k), OneHot: arm.oneHot, Temperature: temp, Prompts: len(b.prompts), Tokens: a.tokens,
 				MeanAcceptanceLength: a.m.MeanAcceptanceLength(), AcceptanceRate: a.m.AcceptanceRate(),
 				TokPerSec: median(a.tps), PlainTokPerSec: median(a.plain), SpeedUp: median(a.up)}
-			if k == 0 {
+			if arm.k == 0 {
 				row.K = "adaptive"
 			}
 			row.AcceptancePerPos = a.m.AcceptanceAt()
@@ -290,7 +314,11 @@ func specBenchTable(rows []specBenchRow) string {
 		for i, p := range r.AcceptancePerPos {
 			pos[i] = fmt.Sprintf("%.2f", p)
 		}
-		fmt.Fprintf(&sb, "| %s | %g | %s | %.2f | %.0f%% | %s | %.1f | %.1f | **%.2fx** | %.0f%% | %.1f |\n", r.Drafter, r.Temperature, r.K,
+		k := r.K
+		if r.OneHot {
+			k += " one-hot"
+		}
+		fmt.Fprintf(&sb, "| %s | %g | %s | %.2f | %.0f%% | %s | %.1f | %.1f | **%.2fx** | %.0f%% | %.1f |\n", r.Drafter, r.Temperature, k,
 			r.MeanAcceptanceLength, 100*r.AcceptanceRate, strings.Join(pos, " "), r.TokPerSec, r.PlainTokPerSec, r.SpeedUp,
 			100*r.DraftShare, r.StepMs)
 	}

@@ -82,6 +82,7 @@ func TestSpecBenchOutputs(t *testing.T) {
 		{Drafter: "ngram", K: "2", SpeedUp: 0.95, MeanAcceptanceLength: 1.3},
 		{Drafter: "ngram", K: "adaptive", SpeedUp: 1, MeanAcceptanceLength: 1.1},
 		{Drafter: "eagle3", K: "1", Temperature: 0.8, SpeedUp: 1.4, MeanAcceptanceLength: 1.8},
+		{Drafter: "eagle3", K: "1", OneHot: true, Temperature: 0.8, SpeedUp: 1.2, MeanAcceptanceLength: 1.6},
 	}
 	path := filepath.Join(t.TempDir(), "b.svg")
 	if err := specBenchSVG(path, rows); err != nil {
@@ -106,16 +107,17 @@ func TestSpecBenchOutputs(t *testing.T) {
 			}
 		}
 	}
-	if lines != 4 { // 2 series x 2 panels
-		t.Errorf("%d series lines, want 4", lines)
+	if lines != 6 { // 3 series (one-hot drafts a line of their own) x 2 panels
+		t.Errorf("%d series lines, want 6", lines)
 	}
-	if tab := specBenchTable(rows); strings.Count(tab, "\n") != len(rows)+2 || !strings.Contains(tab, "**1.40x**") {
+	if tab := specBenchTable(rows); strings.Count(tab, "\n") != len(rows)+2 || !strings.Contains(tab, "**1.40x**") ||
+		!strings.Contains(tab, "| 1 one-hot |") {
 		t.Errorf("table:\n%s", tab)
 	}
 }
 
-// Over n prompts every arm runs once at every position of a prompt's runs, so no arm is always
-// the one furthest from the plain runs.
+// Over n prompts every arm runs once at every position of a prompt's runs, so no arm always
+// runs first (after a cold start) or last, or after the same arm (a suffix tree grows with each).
 func TestArmOrderTurns(t *testing.T) {
 	const n = 5
 	seen := make([][n]int, n) // seen[arm][position]
@@ -132,5 +134,21 @@ func TestArmOrderTurns(t *testing.T) {
 		if pos != [n]int{1, 1, 1, 1, 1} {
 			t.Errorf("arm %d ran at positions %v over %d prompts", arm, pos, n)
 		}
+	}
+}
+
+// --one-hot adds each k with one-hot drafts at temperatures above 0 only: greedy drafts are
+// one-hot anyway.
+func TestBenchArmsOneHot(t *testing.T) {
+	b := &specBench{ks: []int{1, 0}, oneHot: true}
+	if got := b.arms(0); !slices.Equal(got, []benchArm{{k: 1}, {k: 0}}) {
+		t.Errorf("greedy arms %v", got)
+	}
+	if got := b.arms(0.8); !slices.Equal(got, []benchArm{{k: 1}, {k: 0}, {k: 1, oneHot: true}, {k: 0, oneHot: true}}) {
+		t.Errorf("sampled arms %v", got)
+	}
+	b.oneHot = false
+	if got := b.arms(0.8); len(got) != 2 {
+		t.Errorf("without --one-hot: %v", got)
 	}
 }

@@ -67,7 +67,8 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 	}
 	stop = append(stop, o.StopTokenIDs...)
 	sr := &sched.Request{Ctx: ctx, Prompt: r.Prompt, MaxNew: r.maxNew, Sampling: o.Sampling,
-		Stop: stop, MinNew: o.MinTokens, K: r.k, FixedK: o.FixedSpeculation, Emit: ts.push}
+		Stop: stop, MinNew: o.MinTokens, K: r.k, FixedK: o.FixedSpeculation,
+		OneHotDrafts: o.OneHotDrafts, Emit: ts.push}
 	if r.g != nil {
 		sr.Grammar = r.g.NewMatcher()
 	}

@@ -99,6 +99,10 @@ type GenerateOptions struct {
 	NumSpeculativeTokens int
 	FixedSpeculation     bool
 	NoSpeculation        bool
+	// OneHotDrafts has a sampling drafter propose its argmax one-hot where the request samples
+	// (the output is exact either way): what `wspec bench --one-hot` sets its sampled drafts
+	// against. No entry point gives it to users.
+	OneHotDrafts bool
 
 	// Structured constrains the output to a JSON schema, free JSON, a regular expression, a
 	// choice or a GBNF grammar (structured outputs; nil: free text). The engine compiles it

@@ -280,7 +280,11 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 		st := j.seq
 		k := min(ks[i], budget-1, logitBudget-1)
 		if k > 0 && st.drafter != nil {
-			props = append(props, spec.Proposal{Drafter: st.drafter, Ctx: j.ctx, K: k, Sampling: j.req.Sampling})
+			ds := j.req.Sampling
+			if j.req.OneHotDrafts {
+				ds.Temperature = 0 // the drafter's argmax
+			}
+			props = append(props, spec.Proposal{Drafter: st.drafter, Ctx: j.ctx, K: k, Sampling: ds})
 			propJobs = append(propJobs, len(steps))
 		} else {
 			k = 0

@@ -36,6 +36,10 @@ type Request struct {
 	// when they do not pay, unless FixedK).
 	K      int
 	FixedK bool
+	// OneHotDrafts asks the drafter for its argmax drafts, one-hot (Q nil), even where the
+	// request samples: exact either way (the rejection sampler verifies one-hot drafts as
+	// such); the baseline a benchmark sets a sampling drafter against.
+	OneHotDrafts bool
 	// Grammar, if set, constrains the output (structured outputs): each sampled row is masked
 	// to the tokens it allows, Stop tokens only where its match may end, and the request ends
 	// (FinishStop) once it has matched a whole output nothing can continue. The request owns it.
