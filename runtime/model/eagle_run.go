@@ -42,11 +42,12 @@ type eaglePlan struct {
 // reach the shared activations by copies in the submit's order, so the sequences run one
 // after another on the device without a submit each.
 //
-// The head uses only features the slot holds: after a chunked prefill, or steps on which the
-// head did not draft, the earlier positions have none, and the cache then restarts at the
-// slot's first position (its RoPE positions counted from there, which leaves attention
-// scores unchanged). The drafts are guesses either way; the target's verification keeps the
-// output exact. A sequence drafts nothing when its slot lacks the newest position's feature.
+// The head uses only features the slot holds (its sequence's recent steps' rows, up to a
+// prefill chunk: model/features.go): after a chunked prefill, or more steps without drafts
+// than fit, the earlier positions have none, and the cache then restarts at the slot's first
+// position (its RoPE positions counted from there, which leaves attention scores unchanged).
+// The drafts are guesses either way; the target's verification keeps the output exact. A
+// sequence drafts nothing when its slot lacks the newest position's feature.
 // Asking again for the same context returns the same drafts.
 func (e *Eagle) Draft(reqs []EagleDraft) error {
 	if len(reqs) > e.t.Opts.MaxSeqs {

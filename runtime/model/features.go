@@ -17,11 +17,27 @@ import (
 // layers the residual stream after the last layer, before the final norm (EAGLE-1, Medusa).
 // Only a later step of the same sequence overwrites a slot, so any device work between a step
 // and the drafting (another program, a benchmark) leaves the drafter's inputs alone.
+//
+// A step's rows go after the rows the slot holds before the step's first position (those are
+// of accepted tokens: a step starts at its sequence's first unverified position) while they
+// fit, so the slot holds the features of every step since the drafter last drafted: a head
+// with a KV cache (EAGLE) then catches up on steps it drafted nothing for, instead of
+// restarting its cache without their context. Rows that do not fit start the slot afresh.
 
 // slotState is what a slot holds: the features of positions pos0 .. pos0+n.
 type slotState struct {
 	used    bool
 	pos0, n int
+}
+
+// keep is where a step's span of a sequence goes in the slot (its first row) and what the
+// slot then holds: after the rows before the span's first position, if they and the span
+// fit in rows, else from row 0.
+func (st slotState) keep(sp rowSpan, rows int) (row int, next slotState) {
+	if at := sp.pos0 - st.pos0; st.n > 0 && at >= 0 && at <= st.n && at+sp.n <= rows {
+		return at, slotState{used: st.used, pos0: st.pos0, n: at + sp.n}
+	}
+	return 0, slotState{used: st.used, pos0: sp.pos0, n: sp.n}
 }
 
 // allocateSlots makes the slots' buffer: [FeatureSlots, PrefillChunk, FeatureWidth].
@@ -94,7 +110,8 @@ func (m *Model) encodeKeep(enc *webgpu.Encoder, steps []batch.SeqStep, spans []r
 			continue
 		}
 		sp := spans[i]
-		dst := uint64((int(st.Keep)-1)*m.Opts.PrefillChunk) * w
+		row, _ := m.slots[st.Keep-1].keep(sp, m.Opts.PrefillChunk)
+		dst := uint64((int(st.Keep)-1)*m.Opts.PrefillChunk+row) * w
 		enc.Copy(src, uint64(sp.row0)*w, m.feat, dst, uint64(sp.n)*w)
 	}
 }
@@ -103,7 +120,7 @@ func (m *Model) encodeKeep(enc *webgpu.Encoder, steps []batch.SeqStep, spans []r
 func (m *Model) commitKeep(steps []batch.SeqStep, spans []rowSpan) {
 	for i, st := range steps {
 		if st.Keep != 0 {
-			m.slots[st.Keep-1].pos0, m.slots[st.Keep-1].n = spans[i].pos0, spans[i].n
+			_, m.slots[st.Keep-1] = m.slots[st.Keep-1].keep(spans[i], m.Opts.PrefillChunk)
 		}
 	}
 }

@@ -88,8 +88,9 @@ func TestMedusaMatchesReference(t *testing.T) {
 				}
 				_, hidden := st.Forward(toks)
 				last := hidden[cfg.NLayers-1]
-				pos0, rows := m.SlotRows(slot)
-				// Every row at once, as several sequences' drafts: one submit.
+				// The step's rows (the slot holds the earlier steps' too): every row at once, as
+				// several sequences' drafts, in one submit.
+				pos0, rows := sess.Len()-len(toks), len(toks)
 				var reqs []MedusaDraft
 				for r := range rows {
 					reqs = append(reqs, MedusaDraft{Slot: slot, Pos: pos0 + r, N: c.K - r%c.K}) // all heads, then fewer

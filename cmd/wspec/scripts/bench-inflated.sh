@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-inflated.sh [WSPEC] [DRAFTERS] [KS] [TEMPERATURES] [PROMPTS] [TOKENS] (from the repository
+# bench-inflated.sh [WSPEC] [DRAFTERS] [KS] [TEMPERATURES] [PROMPTS] [TOKENS] [BENCH FLAGS...] (from the repository
 # root): stories15M inflated to a ~1.1B memory-bound target (wspec synth --inflate, hidden 1536,
 # 32 heads, intermediate 8192, 22 layers, F16: 2.2 GB) with the shipped drafters inflated for
 # it, then `wspec bench --prompts` with each drafter between plain runs. DRAFTERS are modes, and
@@ -13,6 +13,7 @@ ks=${3:-1,2,4,8,adaptive}
 temps=${4:-0}
 prompts=${5:-3}
 tokens=${6:-48}
+extra=("${@:7}") # more flags for wspec bench, e.g. --one-hot
 small=.wspec/models/stories15M
 out=.wspec/tmp/inflated
 if [ ! -f "$out/model/config.json" ] || [ ! -f "$out/drafters/draft_model/config.json" ]; then
@@ -28,6 +29,6 @@ for d in ${drafters//,/ }; do
     *) dm=() ;;
   esac
   "$wspec" bench --model "$out/model" --prompts spec/distill/prompts/eval.txt --max-prompts "$prompts" \
-    --tokens "$tokens" --temperatures "$temps" --ks "$ks" --drafters "$mode" "${dm[@]}" --json "$out/$d.json" 2>&1 |
+    --tokens "$tokens" --temperatures "$temps" --ks "$ks" --drafters "$mode" "${dm[@]}" "${extra[@]}" --json "$out/$d.json" 2>&1 |
     grep -v '^[a-z_0-9]* T=[0-9.]*: prompt'
 done
