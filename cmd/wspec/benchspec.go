@@ -203,7 +203,7 @@ func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 // speed drifts within a prompt's runs (this one's swings by a third within a minute) thus
 // favours no arm: with one plain run either side of all the arms, EAGLE's adaptive plan,
 // which drafted what k 1 did, step for step, measured 1.03x against k 1's 1.20x.
-func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) ([]specBenchRow, error) {
+func (b *specBench) drafter(ctx context.Context, e generator, name string) ([]specBenchRow, error) {
 	type acc struct {
 		m                spec.Metrics
 		tokens           int
@@ -273,6 +273,11 @@ func (b *specBench) drafter(ctx context.Context, e *engine.Engine, name string) 
 		}
 	}
 	return out, nil
+}
+
+// generator is the engine as the benchmark uses it (a fake in its tests).
+type generator interface {
+	Generate(ctx context.Context, prompt string, o engine.GenerateOptions) (*engine.Result, error)
 }
 
 // armOrder is the order of n arms for prompt pi: 0..n-1 turned by pi.

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/xml"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 func TestParseKs(t *testing.T) {
@@ -150,5 +155,47 @@ func TestBenchArmsOneHot(t *testing.T) {
 	b.oneHot = false
 	if got := b.arms(0.8); len(got) != 2 {
 		t.Errorf("without --one-hot: %v", got)
+	}
+}
+
+// driftingEngine answers each generation in a time that only the machine's speed sets, which
+// slows down by a tenth at every generation: a plain run makes one token a step, every
+// speculative arm two, so every arm's true speed-up is 2x. It records each run's draft length
+// (-1: plain).
+type driftingEngine struct {
+	runs  int
+	kinds []int
+}
+
+func (d *driftingEngine) Generate(_ context.Context, _ string, o engine.GenerateOptions) (*engine.Result, error) {
+	speed := math.Pow(0.9, float64(d.runs))
+	d.runs++
+	steps, k := 32.0, -1
+	if !o.NoSpeculation {
+		steps, k = 16, o.NumSpeculativeTokens
+	}
+	d.kinds = append(d.kinds, k)
+	return &engine.Result{Tokens: make([]int, 33), Decode: time.Duration(steps / speed * float64(time.Millisecond))}, nil
+}
+
+// Every arm runs between two plain runs of its prompt and is measured against their mean, so
+// on a machine slowing down within a prompt's runs arms that decode alike measure alike
+// (with one plain run before a prompt's arms and one after, its first arm measured 2.17x
+// and its last 1.76x).
+func TestSpecBenchArmsBetweenPlainRuns(t *testing.T) {
+	b := &specBench{prompts: []string{"a", "b"}, ks: []int{1, 2, 0}, maxK: 2, temps: []float32{0}, tokens: 33, log: func(string) {}}
+	d := &driftingEngine{}
+	rows, err := b.drafter(context.Background(), d, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// prompt 0: arms 0, 1, 2; prompt 1: arms 1, 2, 0 (k 2, adaptive up to 2, k 1).
+	if want := []int{-1, 1, -1, 2, -1, 2, -1, -1, 2, -1, 2, -1, 1, -1}; !slices.Equal(d.kinds, want) {
+		t.Fatalf("runs %v, want %v (-1: plain)", d.kinds, want)
+	}
+	for _, r := range rows {
+		if math.Abs(r.SpeedUp-2) > 0.03 {
+			t.Errorf("k %s: %.3fx, want 2x within the drift's curvature", r.K, r.SpeedUp)
+		}
 	}
 }
