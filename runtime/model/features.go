@@ -20,9 +20,9 @@ import (
 //
 // A step's rows go after the rows the slot holds before the step's first position (those are
 // of accepted tokens: a step starts at its sequence's first unverified position) while they
-// fit, so the slot holds the features of every step since the drafter last drafted: a head
-// with a KV cache (EAGLE) then catches up on steps it drafted nothing for, instead of
-// restarting its cache without their context. Rows that do not fit start the slot afresh.
+// fit in a prefill chunk, and start the slot afresh when they do not. So a head with a KV
+// cache (EAGLE) catches up on the steps it drafted nothing for, instead of restarting its
+// cache without their context.
 
 // slotState is what a slot holds: the features of positions pos0 .. pos0+n.
 type slotState struct {
