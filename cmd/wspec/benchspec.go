@@ -68,6 +68,7 @@ type specBenchRow struct {
 	TokPerSec            float64   `json:"decode_tok_per_s"`        // median over prompts
 	PlainTokPerSec       float64   `json:"plain_decode_tok_per_s"`  // median over the same prompts (of the mean of the plain runs either side)
 	SpeedUp              float64   `json:"speedup"`                 // median of the per-prompt ratios
+	SpeedUps             []float64 `json:"speedup_per_prompt"`      // each prompt's ratio, in prompt order
 	DraftShare           float64   `json:"draft_share"`             // of the decode time, drafting
 	StepMs               float64   `json:"step_ms"`                 // mean target step (verify) wall time
 }
@@ -258,7 +259,7 @@ func (b *specBench) drafter(ctx context.Context, e generator, name string) ([]sp
 			a := accs[i]
 			row := specBenchRow{Drafter: name, K: strconv.Itoa(arm.k), OneHot: arm.oneHot, Temperature: temp, Prompts: len(b.prompts), Tokens: a.tokens,
 				MeanAcceptanceLength: a.m.MeanAcceptanceLength(), AcceptanceRate: a.m.AcceptanceRate(),
-				TokPerSec: median(a.tps), PlainTokPerSec: median(a.plain), SpeedUp: median(a.up)}
+				TokPerSec: median(a.tps), PlainTokPerSec: median(a.plain), SpeedUp: median(a.up), SpeedUps: a.up}
 			if arm.k == 0 {
 				row.K = "adaptive"
 			}

@@ -194,6 +194,9 @@ func TestSpecBenchArmsBetweenPlainRuns(t *testing.T) {
 		t.Fatalf("runs %v, want %v (-1: plain)", d.kinds, want)
 	}
 	for _, r := range rows {
+		if len(r.SpeedUps) != 2 {
+			t.Errorf("k %s: per-prompt speed-ups %v, want one per prompt", r.K, r.SpeedUps)
+		}
 		if math.Abs(r.SpeedUp-2) > 0.03 {
 			t.Errorf("k %s: %.3fx, want 2x within the drift's curvature", r.K, r.SpeedUp)
 		}
