@@ -40,9 +40,6 @@ type CostModel struct {
 	// seeded are step times measured once at load, which price a block (perBlock) before
 	// steps of several blocks are observed: what a full batch costs and one more row past it.
 	seeded map[int]float64
-	// calibrated are Calibrate's median step times by row count, measured side by side: the
-	// ratio of two of them prices a height not stepped lately from one that was (price).
-	calibrated map[int]float64
 }
 
 // Blocking is how a device runs a step of n rows: in blocks blocks, each reading the
@@ -261,13 +258,12 @@ func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(
 	c.mu.Lock()
 	fixed, perRow, draftCall, perDraft := c.fixed, c.perRow, c.draftCall, c.perDraft
 	perBlock, blocking, heights := c.perBlock(), c.blocking, c.heightPrices()
-	cal := c.calibrated // set once, before the model is shared
 	c.mu.Unlock()
 	step := func(n int) float64 {
 		b, comp := blocking.of(n)
 		line := fixed + perRow*float64(comp) + perBlock*float64(b-1)
 		if b == 1 {
-			return heights.price(comp, line, perRow, cal)
+			return heights.price(comp, line)
 		}
 		return line
 	}
@@ -333,42 +329,22 @@ func (c *CostModel) heightPrices() heightPrices {
 	return hp
 }
 
-// price is a one-block step of height h: its measured time where it was stepped lately.
-// Above a height hb that was, it is hb's time scaled by the calibration's ratio of the two
-// heights (measured side by side, so a machine busier now than then moves both alike), or
-// without those, hb's time and perRow a row more; never above a higher measured height's
-// time. With no lower height measured, it is line. (The line is fitted over every row count,
-// so between two heights it can be far off: on the inflated model, calibrated (then) at 1, 5
-// and 9 rows, it priced a second row at 90 ms where steps of two rows took 60 ms more than
-// steps of one, and the plan left EAGLE's drafts out (1.05x) where one a step made 1.18x. And
-// a height just above a measured one priced at no more than it, as it was before, made its
-// row free wherever the line ran below the measurement: Medusa's plan, whose line's slope a
-// busy minute had cut to 25 ms, drafted a second token worth 0.14 tokens now and then, in
-// steps 90 ms dearer, 8% under its k 1.)
-func (hp heightPrices) price(h int, line, perRow float64, cal map[int]float64) float64 {
-	below, above := -1, -1
-	for i, p := range hp {
+// price is a one-block step of height h: its measured time, else line, never below a lower
+// height's measured time. The line is fitted over every row count, so between two heights
+// it can be far off: on the inflated model, calibrated (then) at 1, 5 and 9 rows, it priced a second
+// row at 90 ms where steps of two rows took 60 ms more than steps of one, and the plan left
+// EAGLE's drafts out (1.05x) where one a step made 1.18x.
+func (hp heightPrices) price(h int, line float64) float64 {
+	floor := 0.0
+	for _, p := range hp {
 		switch {
 		case p.h == h:
 			return p.t
 		case p.h < h:
-			below = i
-		case above < 0:
-			above = i
+			floor = p.t
 		}
 	}
-	if below < 0 {
-		return line
-	}
-	b := hp[below]
-	t := b.t + perRow*float64(h-b.h)
-	if ch, cb := cal[h], cal[b.h]; ch > 0 && cb > 0 {
-		t = b.t * max(1, ch/cb)
-	}
-	if above >= 0 {
-		t = min(t, hp[above].t)
-	}
-	return t
+	return max(line, floor)
 }
 
 // sameBlocks reports whether steps of a and b rows run in as many blocks.
@@ -403,10 +379,8 @@ func Calibrate(step func(rows int) (time.Duration, error), reps int) (*CostModel
 	first, last := CalibrationRows[0], CalibrationRows[len(CalibrationRows)-1]
 	per := time.Duration(math.Max(0, float64(med[last]-med[first])/float64(last-first)))
 	c := NewCostModel(med[first], per)
-	c.calibrated = map[int]float64{}
 	for rows, d := range med {
 		c.ObserveStep(rows, d)
-		c.calibrated[rows] = d.Seconds()
 	}
 	return c, nil
 }

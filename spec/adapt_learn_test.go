@@ -103,8 +103,8 @@ func TestPlanPricesHeightsMeasured(t *testing.T) {
 	}
 	// a height measured cheaper than a lower one is priced as the lower one: no free rows
 	c.ObserveStep(3, 200*ms)
-	if hp := c.heightPrices(); hp.price(3, 0, 0, nil) < hp.price(2, 0, 0, nil) {
-		t.Errorf("3 rows priced %v below 2 rows' %v", hp.price(3, 0, 0, nil), hp.price(2, 0, 0, nil))
+	if hp := c.heightPrices(); hp.price(3, 0) < hp.price(2, 0) {
+		t.Errorf("3 rows priced %v below 2 rows' %v", hp.price(3, 0), hp.price(2, 0))
 	}
 }
 
@@ -127,35 +127,5 @@ func TestPlanHopesOnFewDrafts(t *testing.T) {
 	}
 	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, nil)[0]; k != 0 {
 		t.Errorf("after 31 rejections: %d drafts", k)
-	}
-}
-
-// A height not stepped lately is priced from the nearest lower one that was, scaled by the
-// calibration's ratio of the two: Medusa's k 2 arm's three-row steps had faded when its
-// adaptive arm ran, a busy minute had cut the line's slope to 25 ms, and three rows were
-// priced as two (the line ran below two rows' measured time), so a second draft worth 0.14
-// tokens looked free and the plan drafted it now and then in steps 90 ms dearer (1.05x
-// against 1.14x at k 1).
-func TestPlanPricesUnsteppedHeightByCalibration(t *testing.T) {
-	c := NewCostModel(361*ms, 25*ms)
-	c.SetBlocking(lavapipeBlocks)
-	c.byHeight = map[int]*ema{1: {mean: 0.361, weight: 5}, 2: {mean: 0.425, weight: 5}}
-	c.ObserveDraft(1, 13*ms)
-	medusa := &Acceptance{}
-	medusa.proposed[0], medusa.accepted[0] = 1e4, 0.31e4
-	medusa.proposed[1], medusa.accepted[1] = 0.31e4, 0.14e4 // 45% given the first
-	plan := func() int { return c.Plan([]PlanSeq{{Acc: medusa, MaxK: 8}}, 1, 0, nil)[0] }
-	hp := c.heightPrices()
-	if p2, p3 := hp.price(2, 0, c.perRow, nil), hp.price(3, 0.411, c.perRow, nil); p3 < p2+c.perRow-1e-9 {
-		t.Errorf("uncalibrated: three rows priced %.3f s, two %.3f s: the third row is not priced at the line's slope", p3, p2)
-	}
-	c.calibrated = map[int]float64{1: 0.300, 2: 0.360, 3: 0.450, 5: 0.630, 9: 0.990}
-	if k := plan(); k != 1 {
-		t.Errorf("calibrated 90 ms a row: %d drafts, want 1", k)
-	}
-	// the ratio never prices a height above a higher one measured lately
-	c.byHeight[5] = &ema{mean: 0.440, weight: 5}
-	if p := c.heightPrices().price(3, 0, c.perRow, c.calibrated); p > 0.440 {
-		t.Errorf("three rows priced %.3f s above five rows' 0.440 s", p)
 	}
 }
