@@ -22,7 +22,7 @@ func runBench(args []string) error {
 	prompts := fs.String("prompts", "", "benchmark drafters over this prompt file (one per line), e.g. spec/distill/prompts/eval.txt")
 	maxPrompts := fs.Int("max-prompts", 0, "with --prompts: use the first n prompts (0: all)")
 	drafters := fs.String("drafters", "all", "with --prompts: the modes to benchmark, comma-separated, or all")
-	ks := fs.String("ks", "1-8,adaptive", "with --prompts: the draft lengths, e.g. 1-8,adaptive or 2,4")
+	ks := fs.String("ks", "1-8,adaptive", "with --prompts: the draft lengths, e.g. 1-8,adaptive or 2,4; adaptive drafts up to the largest k given (8 alone), adaptive:N up to N")
 	temps := fs.String("temperatures", "0,0.8", "with --prompts: sampling temperatures (0: greedy)")
 	oneHot := fs.Bool("one-hot", false, "with --prompts: at temperatures above 0, each k again with the drafter proposing its argmax one-hot (the baseline of a sampling drafter)")
 	svgOut := fs.String("svg", "", "with --prompts: write a plot of speed-up and acceptance length against k here")

@@ -25,8 +25,9 @@ type specBench struct {
 	draftModel            string // the drafter checkpoint of the one mode benchmarked ("": the shipped one)
 	prompts               []string
 	drafters              []string
-	ks                    []int // 0: adaptive (up to maxK)
-	maxK                  int
+	ks                    []int // 0: adaptive (up to adaptiveMax)
+	adaptiveMax           int
+	maxK                  int // the engine's most drafts: the largest k or adaptiveMax
 	temps                 []float32
 	oneHot                bool // at T > 0, each k again with one-hot drafts
 	tokens                int
@@ -35,7 +36,7 @@ type specBench struct {
 
 // benchArm is one speculative configuration of a drafter's grid.
 type benchArm struct {
-	k      int  // 0: adaptive (up to maxK)
+	k      int  // 0: adaptive (up to adaptiveMax)
 	oneHot bool // the drafter proposes its argmax one-hot though the request samples
 }
 
@@ -97,13 +98,20 @@ func newSpecBench(f specBenchFlags) (*specBench, error) {
 	if b.prompts, err = readPrompts(promptFile, maxPrompts); err != nil {
 		return nil, err
 	}
-	if b.ks, err = parseKs(ks); err != nil {
+	var adaptiveMax int
+	if b.ks, adaptiveMax, err = parseKs(ks); err != nil {
 		return nil, err
 	}
-	b.maxK = slices.Max(b.ks)
+	b.maxK = slices.Max(b.ks) // adaptive drafts up to the largest k, else 8, unless adaptive:N
 	if b.maxK == 0 {
 		b.maxK = 8
 	}
+	if adaptiveMax > 0 {
+		b.adaptiveMax = adaptiveMax
+	} else {
+		b.adaptiveMax = b.maxK
+	}
+	b.maxK = max(b.maxK, b.adaptiveMax)
 	b.drafters = spec.Names()
 	if drafters != "all" {
 		b.drafters = nil
@@ -150,19 +158,30 @@ func readPrompts(path string, limit int) ([]string, error) {
 	return out, nil
 }
 
-// parseKs reads "1-8,adaptive" or "1,2,4,adaptive" (adaptive is 0).
-func parseKs(s string) ([]int, error) {
+// parseKs reads "1-8,adaptive" or "1,2,adaptive:8" (adaptive is 0; adaptiveMax is N of
+// adaptive:N, the most it drafts, or 0 where not given).
+func parseKs(s string) (ks []int, adaptiveMax int, err error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		switch {
-		case part == "adaptive":
+		case part == "adaptive" || strings.HasPrefix(part, "adaptive:"):
+			if slices.Contains(out, 0) {
+				return nil, 0, fmt.Errorf("--ks: adaptive given twice")
+			}
+			if n, ok := strings.CutPrefix(part, "adaptive:"); ok {
+				k, err := strconv.Atoi(n)
+				if err != nil || k < 1 || k > spec.MaxSpeculativeTokens {
+					return nil, 0, fmt.Errorf("--ks: bad %q (adaptive:N drafts at most N, 1..%d)", part, spec.MaxSpeculativeTokens)
+				}
+				adaptiveMax = k
+			}
 			out = append(out, 0)
 		case strings.Contains(part, "-"):
 			lo, err1 := strconv.Atoi(strings.SplitN(part, "-", 2)[0])
 			hi, err2 := strconv.Atoi(strings.SplitN(part, "-", 2)[1])
 			if err1 != nil || err2 != nil || lo < 1 || hi < lo || hi > spec.MaxSpeculativeTokens {
-				return nil, fmt.Errorf("--ks: bad range %q", part)
+				return nil, 0, fmt.Errorf("--ks: bad range %q", part)
 			}
 			for k := lo; k <= hi; k++ {
 				out = append(out, k)
@@ -170,12 +189,12 @@ func parseKs(s string) ([]int, error) {
 		default:
 			k, err := strconv.Atoi(part)
 			if err != nil || k < 1 || k > spec.MaxSpeculativeTokens {
-				return nil, fmt.Errorf("--ks: bad k %q (1..%d or adaptive)", part, spec.MaxSpeculativeTokens)
+				return nil, 0, fmt.Errorf("--ks: bad k %q (1..%d, adaptive or adaptive:N)", part, spec.MaxSpeculativeTokens)
 			}
 			out = append(out, k)
 		}
 	}
-	return out, nil
+	return out, adaptiveMax, nil
 }
 
 // run benchmarks every drafter and returns the rows, drafter by drafter.
@@ -230,7 +249,7 @@ func (b *specBench) drafter(ctx context.Context, e generator, name string) ([]sp
 				arm, ao := arms[i], o
 				ao.NumSpeculativeTokens, ao.FixedSpeculation, ao.OneHotDrafts = arm.k, arm.k > 0, arm.oneHot
 				if arm.k == 0 {
-					ao.NumSpeculativeTokens = b.maxK
+					ao.NumSpeculativeTokens = b.adaptiveMax
 				}
 				r, err := e.Generate(ctx, p, ao)
 				if err != nil {

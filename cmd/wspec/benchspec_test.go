@@ -15,12 +15,16 @@ import (
 )
 
 func TestParseKs(t *testing.T) {
-	got, err := parseKs("1-3, 8,adaptive")
-	if err != nil || !slices.Equal(got, []int{1, 2, 3, 8, 0}) {
-		t.Fatalf("got %v, %v", got, err)
+	got, am, err := parseKs("1-3, 8,adaptive")
+	if err != nil || !slices.Equal(got, []int{1, 2, 3, 8, 0}) || am != 0 {
+		t.Fatalf("got %v, %d, %v", got, am, err)
 	}
-	for _, bad := range []string{"0", "3-1", "99", "x", "1-99", ""} {
-		if _, err := parseKs(bad); err == nil {
+	got, am, err = parseKs("2,adaptive:6")
+	if err != nil || !slices.Equal(got, []int{2, 0}) || am != 6 {
+		t.Fatalf("got %v, %d, %v", got, am, err)
+	}
+	for _, bad := range []string{"0", "3-1", "99", "x", "1-99", "", "adaptive:0", "adaptive:x", "adaptive:99", "adaptive,adaptive:2"} {
+		if _, _, err := parseKs(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -36,7 +40,15 @@ func TestNewSpecBenchRefuses(t *testing.T) {
 	f := flags(p, 2, "ngram", "0,0.8", 16)
 	f.ks = "adaptive"
 	b, err := newSpecBench(f)
-	if err != nil || !slices.Equal(b.prompts, []string{"a", "b"}) || b.maxK != 8 || len(b.temps) != 2 {
+	if err != nil || !slices.Equal(b.prompts, []string{"a", "b"}) || b.maxK != 8 || b.adaptiveMax != 8 || len(b.temps) != 2 {
+		t.Fatalf("%+v, %v", b, err)
+	}
+	f.ks = "1,adaptive:4" // adaptive capped apart from the fixed ks
+	if b, err = newSpecBench(f); err != nil || b.maxK != 4 || b.adaptiveMax != 4 {
+		t.Fatalf("%+v, %v", b, err)
+	}
+	f.ks = "8,adaptive:2"
+	if b, err = newSpecBench(f); err != nil || b.maxK != 8 || b.adaptiveMax != 2 {
 		t.Fatalf("%+v, %v", b, err)
 	}
 	empty := filepath.Join(dir, "e.txt")
@@ -183,14 +195,14 @@ func (d *driftingEngine) Generate(_ context.Context, _ string, o engine.Generate
 // (with one plain run before a prompt's arms and one after, its first arm measured 2.17x
 // and its last 1.76x).
 func TestSpecBenchArmsBetweenPlainRuns(t *testing.T) {
-	b := &specBench{prompts: []string{"a", "b"}, ks: []int{1, 2, 0}, maxK: 2, temps: []float32{0}, tokens: 33, log: func(string) {}}
+	b := &specBench{prompts: []string{"a", "b"}, ks: []int{1, 2, 0}, maxK: 5, adaptiveMax: 5, temps: []float32{0}, tokens: 33, log: func(string) {}}
 	d := &driftingEngine{}
 	rows, err := b.drafter(context.Background(), d, "fake")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// prompt 0: arms 0, 1, 2; prompt 1: arms 1, 2, 0 (k 2, adaptive up to 2, k 1).
-	if want := []int{-1, 1, -1, 2, -1, 2, -1, -1, 2, -1, 2, -1, 1, -1}; !slices.Equal(d.kinds, want) {
+	// prompt 0: arms 0, 1, 2; prompt 1: arms 1, 2, 0 (k 2, adaptive up to 5, k 1).
+	if want := []int{-1, 1, -1, 2, -1, 5, -1, -1, 2, -1, 5, -1, 1, -1}; !slices.Equal(d.kinds, want) {
 		t.Fatalf("runs %v, want %v (-1: plain)", d.kinds, want)
 	}
 	for _, r := range rows {
