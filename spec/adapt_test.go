@@ -300,6 +300,20 @@ func TestAcceptanceSeed(t *testing.T) {
 	if k := plan(&seeded); k != 0 {
 		t.Errorf("after 30 rejections: %d drafts", k)
 	}
+	// A deep position drafted less often keeps its own evidence, up to the weight: Medusa's
+	// first head right 40% of 50 drafts, its second never in 6; scaled with the first, the 6
+	// were worth one draft against the prior's two of 40%, and a second draft looked 27% likely.
+	var medusa Acceptance
+	for i := range 50 {
+		medusa.Record(1, min(1, i%5/3))
+	}
+	for range 6 {
+		medusa.Record(2, 1)
+	}
+	seeded.Seed(&medusa, 8)
+	if r := seeded.Rate(1); r > 0.15 {
+		t.Errorf("seeded from a second position never right in 6 drafts: rate %.2f", r)
+	}
 	fresh.Seed(&Acceptance{}, 8) // an engine that has learnt nothing gives nothing
 	if fresh != (Acceptance{}) {
 		t.Errorf("seeded from nothing: %+v", fresh)
