@@ -263,7 +263,7 @@ func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(
 		b, comp := blocking.of(n)
 		line := fixed + perRow*float64(comp) + perBlock*float64(b-1)
 		if b == 1 {
-			return heights.price(comp, line)
+			return heights.price(comp, line, perRow)
 		}
 		return line
 	}
@@ -313,13 +313,14 @@ type heightPrices []heightPrice
 type heightPrice struct {
 	h int     // rows the block computes
 	t float64 // seconds
+	w float64 // the mean's weight: about how many of the last 20 steps had this height
 }
 
 func (c *CostModel) heightPrices() heightPrices {
 	var hp heightPrices
 	for h, e := range c.byHeight {
 		if e.weight >= minFitWeight {
-			hp = append(hp, heightPrice{h, e.mean})
+			hp = append(hp, heightPrice{h, e.mean, e.weight})
 		}
 	}
 	sort.Slice(hp, func(i, j int) bool { return hp[i].h < hp[j].h })
@@ -329,22 +330,50 @@ func (c *CostModel) heightPrices() heightPrices {
 	return hp
 }
 
-// price is a one-block step of height h: its measured time, else line, never below a lower
-// height's measured time. The line is fitted over every row count, so between two heights
-// it can be far off: on the inflated model, calibrated (then) at 1, 5 and 9 rows, it priced a second
-// row at 90 ms where steps of two rows took 60 ms more than steps of one, and the plan left
-// EAGLE's drafts out (1.05x) where one a step made 1.18x.
-func (hp heightPrices) price(h int, line float64) float64 {
-	floor := 0.0
-	for _, p := range hp {
-		switch {
+// price is a one-block step of height h: its measured time, else the line; never below a
+// lower height's measured time, nor below the highest lower height stepped often lately (a
+// weight of trustBlock) plus, for each row past it, what a row added between it and the next
+// such height (the line's slope without one); never above a higher height's time.
+//
+// The line is fitted over every row count, so between heights it can be far off: on the
+// inflated model, calibrated (then) at 1, 5 and 9 rows, it priced a second row at 90 ms where
+// steps of two rows took 60 ms more than steps of one, and the plan left EAGLE's drafts out
+// (1.05x) where one a step made 1.18x. Above the heights stepped lately it made rows nearly
+// free: with a prompt's prefill (16 rows computed, cheaper a row than decoding) in the fit, the
+// line rose 25-45 ms a row where steps of three rows took 90 ms more than steps of two, so
+// five rows were priced little above three and EAGLE-3, drafting two a step, drafted four now
+// and then (its third and fourth drafts accepted one time in ten). What a row adds between
+// two heights stepped often is measured lately, so it fades with them; a height stepped once
+// or twice lately may hold a busy minute's time: it floors the price but is not extended, or
+// every row above it would be priced dear for as long as the plan does not step them.
+func (hp heightPrices) price(h int, line, perRow float64) float64 {
+	t, above := line, -1
+	var trusted []heightPrice // the lower heights stepped often, highest first
+	for i := len(hp) - 1; i >= 0; i-- {
+		switch p := hp[i]; {
 		case p.h == h:
 			return p.t
-		case p.h < h:
-			floor = p.t
+		case p.h > h:
+			above = i
+		default:
+			t = max(t, p.t)
+			if p.w >= trustBlock {
+				trusted = append(trusted, p)
+			}
 		}
 	}
-	return max(line, floor)
+	if len(trusted) > 0 {
+		a, slope := trusted[0], perRow
+		if len(trusted) > 1 {
+			b := trusted[1]
+			slope = (a.t - b.t) / float64(a.h-b.h)
+		}
+		t = max(t, a.t+slope*float64(h-a.h))
+	}
+	if above >= 0 {
+		t = min(t, hp[above].t)
+	}
+	return t
 }
 
 // sameBlocks reports whether steps of a and b rows run in as many blocks.

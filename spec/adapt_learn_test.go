@@ -103,8 +103,8 @@ func TestPlanPricesHeightsMeasured(t *testing.T) {
 	}
 	// a height measured cheaper than a lower one is priced as the lower one: no free rows
 	c.ObserveStep(3, 200*ms)
-	if hp := c.heightPrices(); hp.price(3, 0) < hp.price(2, 0) {
-		t.Errorf("3 rows priced %v below 2 rows' %v", hp.price(3, 0), hp.price(2, 0))
+	if hp := c.heightPrices(); hp.price(3, 0, 0) < hp.price(2, 0, 0) {
+		t.Errorf("3 rows priced %v below 2 rows' %v", hp.price(3, 0, 0), hp.price(2, 0, 0))
 	}
 }
 
@@ -127,5 +127,33 @@ func TestPlanHopesOnFewDrafts(t *testing.T) {
 	}
 	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 8}}, 1, 0, nil)[0]; k != 0 {
 		t.Errorf("after 31 rejections: %d drafts", k)
+	}
+}
+
+// Rows above the heights stepped lately are never nearly free: a prompt's prefill in the line
+// (16 rows computed at 700 ms, where a decode row adds 90 ms) cuts its slope to about 30 ms,
+// and a plan that steps two and three rows priced five at little more than three, so an
+// EAGLE-3-like drafter (its third and fourth drafts looking as likely as the second before
+// they are tried) drafted four now and then.
+func TestPlanNoFreeRowsAboveHeights(t *testing.T) {
+	c := NewCostModel(230*ms, 90*ms)
+	c.SetBlocking(lavapipeBlocks)
+	for range 20 {
+		c.ObserveStep(3, 410*ms)
+		c.ObserveStep(2, 320*ms)
+	}
+	c.ObserveStep(1, 230*ms)
+	c.ObserveStep(10, 700*ms) // the next prompt's prefill
+	c.ObserveDraft(2, 8*ms)
+	c.ObserveDraft(1, 5*ms)
+	if _, perRow, _, _ := c.Costs(); perRow > 60*ms {
+		t.Fatalf("the line's slope is %v: the prefill did not cut it as on the device", perRow)
+	}
+	var acc Acceptance
+	for i := range 100 {
+		acc.Record(2, []int{0, 1, 1, 2, 2, 2, 2, 0, 0, 1}[i%10]) // 70%, then 57%
+	}
+	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 4}}, 1, 0, nil)[0]; k < 1 || k > 2 {
+		t.Errorf("rates %.2f %.2f %.2f: %d drafts, want 1 or 2 (a row costs 90 ms)", acc.Rate(0), acc.Rate(1), acc.Rate(2), k)
 	}
 }
