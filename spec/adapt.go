@@ -408,8 +408,8 @@ func Calibrate(step func(rows int) (time.Duration, error), reps int) (*CostModel
 	first, last := CalibrationRows[0], CalibrationRows[len(CalibrationRows)-1]
 	per := time.Duration(math.Max(0, float64(med[last]-med[first])/float64(last-first)))
 	c := NewCostModel(med[first], per)
-	for rows, d := range med {
-		c.ObserveStep(rows, d)
+	for _, rows := range CalibrationRows { // in order: each observation fades the others'
+		c.ObserveStep(rows, med[rows])
 	}
 	return c, nil
 }

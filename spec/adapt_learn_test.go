@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -155,5 +156,22 @@ func TestPlanNoFreeRowsAboveHeights(t *testing.T) {
 	}
 	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 4}}, 1, 0, nil)[0]; k < 1 || k > 2 {
 		t.Errorf("rates %.2f %.2f %.2f: %d drafts, want 1 or 2 (a row costs 90 ms)", acc.Rate(0), acc.Rate(1), acc.Rate(2), k)
+	}
+}
+
+// Calibration observes its row counts in CalibrationRows' order, so that each count's weight
+// (each observation fades the others') is the same on every run: observed in a map's order,
+// the weight of a busy five-row time left after 35 steps differed from run to run, and so did
+// whether the plan drafted two or four.
+func TestCalibrateIsRepeatable(t *testing.T) {
+	c, err := Calibrate(func(rows int) (time.Duration, error) { return time.Duration(220+80*rows) * ms, nil }, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range CalibrationRows {
+		want := math.Pow(emaDecay, float64(len(CalibrationRows)-1-i))
+		if w := c.byRows[rows].weight; math.Abs(w-want) > 1e-12 {
+			t.Errorf("%d rows weigh %.4f after calibration, want %.4f", rows, w, want)
+		}
 	}
 }
