@@ -307,7 +307,7 @@ func (c *CostModel) Plan(seqs []PlanSeq, decodeRows, promptRows int, probe func(
 }
 
 // heightPrices are the measured times of one-block steps by height, where stepped lately
-// (their means not faded below minFitWeight), each at least the price of every lower height.
+// (their means not faded below minFitWeight), lowest height first.
 type heightPrices []heightPrice
 
 type heightPrice struct {
@@ -324,16 +324,15 @@ func (c *CostModel) heightPrices() heightPrices {
 		}
 	}
 	sort.Slice(hp, func(i, j int) bool { return hp[i].h < hp[j].h })
-	for i := 1; i < len(hp); i++ {
-		hp[i].t = max(hp[i].t, hp[i-1].t)
-	}
 	return hp
 }
 
-// price is a one-block step of height h: its measured time, else the line; never below a
-// lower height's measured time, nor below the highest lower height stepped often lately (a
-// weight of trustBlock) plus, for each row past it, what a row added between it and the next
-// such height (the line's slope without one); never above a higher height's time.
+// price is a one-block step of height h. Among the heights stepped often lately (a weight of
+// trustBlock), each priced at least as every lower one: h's own time, or between two of them
+// the line through the two either side. Otherwise its measured time, else the line; never below
+// a lower height's measured time, nor below the highest lower height stepped often lately plus,
+// for each row past it, what a row added between it and the next such height (the line's slope
+// without one); never above a higher height's time.
 //
 // The line is fitted over every row count, so between heights it can be far off: on the
 // inflated model, calibrated (then) at 1, 5 and 9 rows, it priced a second row at 90 ms where
@@ -344,22 +343,50 @@ func (c *CostModel) heightPrices() heightPrices {
 // five rows were priced little above three and EAGLE-3, drafting two a step, drafted four now
 // and then (its third and fourth drafts accepted one time in ten). What a row adds between
 // two heights stepped often is measured lately, so it fades with them; a height stepped once
-// or twice lately may hold a busy minute's time: it floors the price but is not extended, or
-// every row above it would be priced dear for as long as the plan does not step them.
+// or twice lately may hold a busy minute's time, so it neither prices a height stepped often
+// nor stands between two: one slow two-row step (428 ms, where they took about 360) floored
+// the three-row steps the plan then made, so a second draft looked free beside the first and
+// the 2-layer draft model drafted two (its second right 21-30%) until that time faded.
 func (hp heightPrices) price(h int, line, perRow float64) float64 {
-	t, above := line, -1
+	var below, above *heightPrice // the nearest heights stepped often either side of h
+	run := 0.0
+	for i := range hp {
+		p := hp[i]
+		if p.w < trustBlock {
+			continue
+		}
+		run = max(run, p.t)
+		p.t = run
+		switch {
+		case p.h == h:
+			return p.t
+		case p.h < h:
+			below = &p
+		case above == nil:
+			above = &p
+		}
+	}
+	if below != nil && above != nil {
+		return below.t + (above.t-below.t)*float64(h-below.h)/float64(above.h-below.h)
+	}
+	t, over := line, -1
 	var trusted []heightPrice // the lower heights stepped often, highest first
 	for i := len(hp) - 1; i >= 0; i-- {
 		switch p := hp[i]; {
 		case p.h == h:
-			return p.t
+			t = p.t
 		case p.h > h:
-			above = i
-		default:
+			over = i
+		}
+	}
+	for _, p := range hp {
+		if p.h < h {
 			t = max(t, p.t)
-			if p.w >= trustBlock {
-				trusted = append(trusted, p)
-			}
+		}
+	}
+	for i := len(hp) - 1; i >= 0; i-- {
+		if p := hp[i]; p.h < h && p.w >= trustBlock {
+			trusted = append(trusted, p)
 		}
 	}
 	if len(trusted) > 0 {
@@ -370,8 +397,12 @@ func (hp heightPrices) price(h int, line, perRow float64) float64 {
 		}
 		t = max(t, a.t+slope*float64(h-a.h))
 	}
-	if above >= 0 {
-		t = min(t, hp[above].t)
+	if over >= 0 {
+		cap := 0.0 // a higher height's time, at least every height's below it
+		for _, p := range hp[:over+1] {
+			cap = max(cap, p.t)
+		}
+		t = min(t, cap)
 	}
 	return t
 }

@@ -201,3 +201,31 @@ func TestCalibrateIsRepeatable(t *testing.T) {
 		}
 	}
 }
+
+// One slow step neither prices a height stepped often nor stands between two of them: on the
+// inflated model a two-row step took 428 ms where they took about 360, the plan's next steps
+// had three rows (priced no cheaper than 428), and with two drafts as cheap as one the 2-layer
+// draft model (its second draft right 21-30%) drafted two every step until the slow time faded.
+func TestPlanOneSlowStepFreesNoRow(t *testing.T) {
+	c := NewCostModel(280*ms, 80*ms)
+	c.SetBlocking(lavapipeBlocks)
+	for range 20 {
+		c.ObserveStep(1, 300*ms)
+	}
+	c.ObserveStep(2, 428*ms)
+	for range 8 {
+		c.ObserveStep(3, 440*ms)
+	}
+	c.ObserveDraft(2, 12*ms)
+	c.ObserveDraft(1, 6*ms)
+	hp := c.heightPrices()
+	if p2, p3 := hp.price(2, 0, 0), hp.price(3, 0, 0); p3 < 0.439 || p3-p2 < 0.05 {
+		t.Errorf("three rows priced %.0f ms (stepped at 440), two %.0f ms: the third row is nearly free", p3*1000, p2*1000)
+	}
+	var acc Acceptance
+	acc.proposed[0], acc.accepted[0] = 30, 15
+	acc.proposed[1], acc.accepted[1] = 8, 2.4
+	if k := c.Plan([]PlanSeq{{Acc: &acc, MaxK: 4}}, 1, 0, nil)[0]; k != 1 {
+		t.Errorf("rates %.2f, %.2f with a row at 70 ms of 300: %d drafts, want 1", acc.Rate(0), acc.Rate(1), k)
+	}
+}
