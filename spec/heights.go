@@ -93,11 +93,11 @@ func (hp heightPrices) price(h int, line, perRow float64) float64 {
 		t = max(t, a.t+slope*float64(h-a.h))
 	}
 	if over >= 0 {
-		cap := 0.0 // a higher height's time, at least every height's below it
+		ceil := 0.0 // a higher height's time, at least every height's below it
 		for _, p := range hp[:over+1] {
-			cap = max(cap, p.t)
+			ceil = max(ceil, p.t)
 		}
-		t = min(t, cap)
+		t = min(t, ceil)
 	}
 	return t
 }
