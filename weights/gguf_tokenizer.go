@@ -14,7 +14,12 @@ var ggufPreTokenizers = map[string]any{
 	"gpt-2":     map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
 	"default":   map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
 	"llama-bpe": splitThenBytes(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`),
-	"qwen2":     splitThenBytes(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`),
+	// SmolLM's (and StarCoder's): each digit apart, then GPT-2's split.
+	"smollm": map[string]any{"type": "Sequence", "pretokenizers": []any{
+		map[string]any{"type": "Digits", "individual_digits": true},
+		map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+	}},
+	"qwen2": splitThenBytes(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`),
 }
 
 func splitThenBytes(re string) any {
@@ -48,7 +53,7 @@ func ggufTokenizer(f *gguf.File, rows int) (*tokenizer.Tokenizer, error) {
 	pre := m.str("tokenizer.ggml.pre")
 	preTok, ok := ggufPreTokenizers[pre]
 	if !ok {
-		return nil, fmt.Errorf("%w: GGUF pre-tokenizer %q (known: gpt-2, llama-bpe, qwen2)", ErrUnsupported, pre)
+		return nil, fmt.Errorf("%w: GGUF pre-tokenizer %q (known: gpt-2, llama-bpe, qwen2, smollm)", ErrUnsupported, pre)
 	}
 	tokens, err := ggufTokens(f, rows)
 	if err != nil {

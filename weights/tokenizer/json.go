@@ -51,6 +51,8 @@ type componentJSON struct {
 	UseRegex       *bool  `json:"use_regex"`
 	Behavior       string `json:"behavior"`
 	Invert         bool   `json:"invert"`
+	// Digits: each digit a piece of its own, or runs of digits.
+	IndividualDigits bool `json:"individual_digits"`
 }
 
 // pipeline is what the normalizer and pre-tokenizer amount to.
@@ -129,6 +131,13 @@ func (p *pipeline) preTokenizer(c *componentJSON) error {
 			p.splits = append(p.splits, splitSpec{regexp.QuoteMeta(*c.Pattern.String), c.Behavior})
 		default:
 			return fmt.Errorf("%w: Split pre-tokenizer without a pattern", ErrBad)
+		}
+	case "Digits":
+		// tokenizers' Digits splits on char::is_numeric, Unicode's N categories.
+		if c.IndividualDigits {
+			p.splits = append(p.splits, splitSpec{`\p{N}`, "Isolated"})
+		} else {
+			p.splits = append(p.splits, splitSpec{`\p{N}+`, "Isolated"})
 		}
 	case "Metaspace":
 		if c.Replacement != "" && c.Replacement != metaspace {

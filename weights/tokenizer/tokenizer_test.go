@@ -265,7 +265,7 @@ func TestTokenizerErrors(t *testing.T) {
 		{"huge id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = 1 << 30 }), "", ErrBad},
 		{"duplicate id", base(func(d map[string]any) { model(d)["vocab"].(map[string]any)["zz"] = 5 }), "", ErrBad},
 		{"unknown normalizer", base(func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Lowercase"} }), "", ErrUnsupported},
-		{"unknown pre-tokenizer", base(func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Digits"} }), "", ErrUnsupported},
+		{"unknown pre-tokenizer", base(func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "BertPreTokenizer"} }), "", ErrUnsupported},
 		{"bad unk", base(func(d map[string]any) { model(d)["unk_token"] = "<nope>" }), "", ErrBad},
 		{"bad bos in config", spTokenizerJSON(), `{"bos_token":"<nope>"}`, ErrBad},
 		{"bad config JSON", spTokenizerJSON(), `{"bos_token":`, ErrBad},
@@ -442,5 +442,37 @@ func TestSplitBehaviors(t *testing.T) {
 	words, _ := newSplitter(`[a-z]+`, "Isolated")
 	if got, want := (splitChain{digits, words}).pieces("ab12345cd e"), []string{"ab", "123", "45", "cd", " ", "e"}; !slices.Equal(got, want) {
 		t.Errorf("chain: %q, want %q", got, want)
+	}
+}
+
+// Digits (SmolLM2's and StarCoder's pre-tokenizer, before ByteLevel's own split) isolates each
+// digit, or each run of digits, Unicode's N categories included.
+func TestDigitsPreTokenizer(t *testing.T) {
+	for _, c := range []struct {
+		individual bool
+		text       string
+		want       []string
+	}{
+		{true, "it's 2024!!", []string{"it", "'s", " ", "2", "0", "2", "4", "!!"}},
+		{true, "x٣4", []string{"x", "٣", "4"}},
+		{false, "it's 2024!!", []string{"it", "'s", " ", "2024", "!!"}},
+	} {
+		var p pipeline
+		seq := &componentJSON{Type: "Sequence", PreTokenizers: []*componentJSON{
+			{Type: "Digits", IndividualDigits: c.individual}, {Type: "ByteLevel"}}}
+		if err := p.preTokenizer(seq); err != nil {
+			t.Fatal(err)
+		}
+		var chain splitChain
+		for _, sp := range p.splits {
+			s, err := newSplitter(sp.pattern, sp.behavior)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chain = append(chain, s)
+		}
+		if got := chain.pieces(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("individual %v: %q split %q, want %q", c.individual, c.text, got, c.want)
+		}
 	}
 }
