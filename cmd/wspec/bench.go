@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/engine"
 )
 
@@ -25,6 +27,7 @@ func runBench(args []string) error {
 	ks := fs.String("ks", "1-8,adaptive", "with --prompts: the draft lengths, e.g. 1-8,adaptive or 2,4; adaptive drafts up to the largest k given (8 alone), adaptive:N up to N")
 	temps := fs.String("temperatures", "0,0.8", "with --prompts: sampling temperatures (0: greedy)")
 	oneHot := fs.Bool("one-hot", false, "with --prompts: at temperatures above 0, each k again with the drafter proposing its argmax one-hot (the baseline of a sampling drafter)")
+	verify := fs.String("verify-ks", "", "also time target steps that verify each of these draft counts (e.g. 1,2,4,8,15) against a plain decode step: what a verified row costs on this adapter")
 	svgOut := fs.String("svg", "", "with --prompts: write a plot of speed-up and acceptance length against k here")
 	sb := addServeBenchFlags(fs)
 	jsonOut := sb.json
@@ -59,6 +62,13 @@ func runBench(args []string) error {
 	if *tokens < 1 {
 		return fmt.Errorf("--tokens %d: want at least 1", *tokens)
 	}
+	var verifyKs []int
+	if *verify != "" {
+		var err error
+		if verifyKs, err = parseInts(*verify); err != nil {
+			return fmt.Errorf("--verify-ks: %w", err)
+		}
+	}
 	if *sb.on {
 		return sb.start(fs, *modelDir, *adapter, *dtype, *tokens, sf)
 	}
@@ -67,6 +77,16 @@ func runBench(args []string) error {
 		return err
 	}
 	sc := eo.Speculative
+	// a step verifies at most the engine's largest draft count (8, or k when larger)
+	most := model.DefaultMaxDraft
+	if sc != nil {
+		most = max(most, sc.NumSpeculativeTokens)
+	}
+	for _, k := range verifyKs {
+		if k < 0 || k > most {
+			return fmt.Errorf("--verify-ks %d: want 0 to %d drafts (a speculative mode's -k up to %d raises the bound)", k, most, spec.MaxSpeculativeTokens)
+		}
+	}
 	// plain and speculative runs of one prompt are compared: the second must not find the
 	// first's prompt in the prefix cache
 	eo.NoPrefixCaching, eo.Progress, eo.FirstRun = true, loadBar(), compileNotice()
@@ -83,6 +103,13 @@ func runBench(args []string) error {
 		return err
 	}
 	fmt.Println(b)
+	if len(verifyKs) > 0 {
+		v, err := e.BenchVerify(ctx, *prompt, verifyKs, *tokens)
+		if err != nil {
+			return err
+		}
+		fmt.Print(verifyTable(v, *tokens))
+	}
 	if sc == nil {
 		return nil
 	}
@@ -104,4 +131,18 @@ func runBench(args []string) error {
 		fmt.Println()
 	}
 	return nil
+}
+
+// verifyTable shows each step's median time and its ratio to a plain decode step, and what one
+// verified row adds.
+func verifyTable(v []model.VerifyCost, rounds int) string {
+	out := fmt.Sprintf("verify: median of %d steps each, the draft counts taking turns\n  %6s %10s %8s %14s\n", rounds, "drafts", "ms/step", "x plain", "per added row")
+	for _, c := range v {
+		row := ""
+		if c.K > 0 {
+			row = fmt.Sprintf("%.3f x plain", (c.Ratio-1)/float64(c.K))
+		}
+		out += fmt.Sprintf("  %6d %10.3f %8.3f %14s\n", c.K, float64(c.Step.Microseconds())/1000, c.Ratio, row)
+	}
+	return out
 }

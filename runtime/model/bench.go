@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -94,4 +95,51 @@ func (m *Model) ProfileStep(seq *kv.Sequence, tokens []int, nDraft int) ([]runti
 	defer seq.Truncate(sp.before[0])
 	seq.Commit(sp.before[0] + len(tokens))
 	return sp.prog.Profile(&sp.step)
+}
+
+// VerifyCost is the measured cost of one target step that verifies k drafts (k+1 rows).
+type VerifyCost struct {
+	K     int
+	Step  time.Duration // median wall time of the step, submit to tokens on the host
+	Ratio float64       // Step over a plain decode step's (k = 0)
+}
+
+// BenchVerify feeds prompt, then times steps that verify k drafts for each k of ks (0, a plain
+// decode step, is timed too), rounds steps of each. The ks take turns, so that a noisy machine
+// weighs on all of them alike, and each step's rows are dropped from the cache again.
+func (m *Model) BenchVerify(prompt []int, ks []int, rounds int) ([]VerifyCost, error) {
+	if !slices.Contains(ks, 0) {
+		ks = append([]int{0}, ks...)
+	}
+	seq := m.Pool().NewSequence()
+	defer seq.Release()
+	if _, err := m.Forward(seq, prompt, 0, nil, batch.Sampling{}); err != nil {
+		return nil, err
+	}
+	n := seq.Len()
+	if top := slices.Max(ks); n+top+1 > m.Cfg.MaxSeq {
+		return nil, fmt.Errorf("model: verifying %d drafts after a %d-token prompt passes the context of %d", top, n, m.Cfg.MaxSeq)
+	}
+	times := make([][]time.Duration, len(ks))
+	for range rounds {
+		for j, k := range ks {
+			toks := make([]int, k+1)
+			for t := range toks {
+				toks[t] = prompt[t%len(prompt)]
+			}
+			t0 := time.Now()
+			if _, err := m.Forward(seq, toks, k, nil, batch.Sampling{}); err != nil {
+				return nil, err
+			}
+			times[j] = append(times[j], time.Since(t0))
+			seq.Truncate(n)
+		}
+	}
+	out := make([]VerifyCost, len(ks))
+	base := runtime.Median(times[slices.Index(ks, 0)])
+	for j, k := range ks {
+		med := runtime.Median(times[j])
+		out[j] = VerifyCost{K: k, Step: med, Ratio: float64(med) / float64(base)}
+	}
+	return out, nil
 }

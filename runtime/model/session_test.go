@@ -185,3 +185,27 @@ func TestDecodeChainsMatchSteps(t *testing.T) {
 		t.Errorf("%d pages in use after the refusals", m.Pool().InUse())
 	}
 }
+
+// TestBenchVerify: each draft count is timed (k = 0 added), the plain step is the ratios' unit,
+// the cache is left as the prompt left it, and a step past the context is refused up front.
+func TestBenchVerify(t *testing.T) {
+	cfg := testConfigs[2] // MaxSeq 64
+	m, err := New(testDevice(t), randomWeights(cfg), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	v, err := m.BenchVerify([]int{1, 2, 3}, []int{2, 4}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 3 || v[0].K != 0 || v[0].Ratio != 1 || v[1].K != 2 || v[2].K != 4 || v[2].Step <= 0 {
+		t.Fatalf("costs %+v", v)
+	}
+	if m.Pool().InUse() != 0 {
+		t.Fatalf("%d pages left in use", m.Pool().InUse())
+	}
+	if _, err := m.BenchVerify(make([]int, 60), []int{8}, 1); err == nil {
+		t.Fatal("8 drafts after 60 tokens in a context of 64: no error")
+	}
+}

@@ -367,6 +367,23 @@ func (e *Engine) BenchDecode(ctx context.Context, prompt string, n int) (model.D
 	return b, err
 }
 
+// BenchVerify times target steps that verify each of ks drafts after prompt against plain
+// decode steps, rounds of each, taking turns (model.BenchVerify).
+func (e *Engine) BenchVerify(ctx context.Context, prompt string, ks []int, rounds int) ([]model.VerifyCost, error) {
+	if e.isClosed() {
+		return nil, ErrClosed
+	}
+	var v []model.VerifyCost
+	err := e.sched.Do(func() (err error) {
+		v, err = e.target.BenchVerify(e.tok.Encode(prompt, e.tok.AddBOS()), ks, rounds)
+		return err
+	})
+	if errors.Is(err, sched.ErrClosed) {
+		return nil, ErrClosed
+	}
+	return v, err
+}
+
 // Stats are the engine's load: the scheduler's running and waiting sequences and the KV
 // page pool's use.
 type Stats struct {
