@@ -129,14 +129,20 @@ func openGGUF(path string) (*Model, error) {
 	return m, m.checkVocab(path)
 }
 
-// checkVocab refuses a tokenizer with more tokens than the model's vocabulary.
+// checkVocab refuses a tokenizer with more tokens than the model's vocabulary, unless every
+// token past the embedding's rows is an added token: real checkpoints ship so (Gemma 3's
+// tokenizer has <image_soft_token> at 262144 beside a vocabulary of 262144). Those ids are never
+// sampled (the logits stop at the vocabulary), and a prompt holding one is refused.
 func (m *Model) checkVocab(path string) error {
 	if m.Tokenizer == nil {
 		return nil
 	}
-	if n := m.Tokenizer.VocabSize(); n > m.Config.Vocab {
-		m.Close()
-		return fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d", path, n, m.Config.Vocab)
+	for id := m.Config.Vocab; id < m.Tokenizer.VocabSize(); id++ {
+		if !m.Tokenizer.IsAdded(id) {
+			m.Close()
+			return fmt.Errorf("%s: tokenizer has %d tokens but the model's vocabulary is %d (token %d, %q, past the embedding's rows, is not an added token)",
+				path, m.Tokenizer.VocabSize(), m.Config.Vocab, id, m.Tokenizer.Piece(id))
+		}
 	}
 	return nil
 }

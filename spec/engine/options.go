@@ -258,6 +258,12 @@ func (e *Engine) NewRequest(p Prompt, o GenerateOptions) (*Request, error) {
 			return nil, &PromptTooLongError{Tokens: least, Context: e.cfg.MaxSeq, AtLeast: true}
 		}
 		ids = e.tok.Encode(p.Text, e.tok.AddBOS())
+		// a tokenizer may hold added tokens past the embedding's rows (weights.checkVocab)
+		for _, t := range ids {
+			if t >= e.cfg.Vocab {
+				return nil, invalid("prompt", "prompt: token %q (id %d) is the tokenizer's but past the model's %d embedding rows", e.tok.Piece(t), t, e.cfg.Vocab)
+			}
+		}
 	}
 	if n := o.TruncatePromptTokens; n != 0 {
 		if n < 0 {

@@ -391,6 +391,16 @@ func (t *Tokenizer) Piece(id int) string {
 	return t.pieces[id]
 }
 
+// IsAdded reports whether id is an added token (tokenizer.json's added_tokens), special or not.
+func (t *Tokenizer) IsAdded(id int) bool {
+	for _, a := range t.added {
+		if a.id == id {
+			return true
+		}
+	}
+	return false
+}
+
 // IsSpecial reports whether id is a special added token (which Decode skips).
 func (t *Tokenizer) IsSpecial(id int) bool {
 	return id >= 0 && id < len(t.special) && t.special[id]
