@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,21 @@ func TestGGUFUnusedArrayCostsNothing(t *testing.T) {
 	m.Close()
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
 		t.Fatalf("loading allocated %d MB beside a %d MB unused array", alloc>>20, size>>20)
+	}
+}
+
+// A GGUF file stops where llama.cpp stops: at its EOS id and at every token named as an end of
+// turn (<|im_end|>, <|endoftext|>, <end_of_turn>, ...), which files often leave out of their ids.
+func TestGGUFEndOfGeneration(t *testing.T) {
+	m, err := weights.OpenModel(hostileGGUF(t, editTokens(func(ts []string) []string {
+		ts[7], ts[8], ts[9] = "<|im_end|>", "<end_of_turn>", "<|endoftext|>x"
+		return ts
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got, want := m.Config.EOS, []int{299, 7, 8}; !slices.Equal(got, want) {
+		t.Fatalf("EOS %v, want %v", got, want)
 	}
 }

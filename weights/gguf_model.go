@@ -3,6 +3,7 @@ package weights
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/wspec/wspec/weights/gguf"
@@ -145,10 +146,14 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 	if _, ok := f.Get("tokenizer.ggml.bos_token_id"); ok {
 		c.BOS = m.uint("tokenizer.ggml.bos_token_id", 0)
 	}
-	for _, key := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"} {
+	for _, key := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"} {
 		if _, ok := f.Get(key); ok {
 			c.EOS = mergeIDs(c.EOS, []int{m.uint(key, 0)})
 		}
+	}
+	// the tokenizer's errors are reported where it is read (ggufTokenizer)
+	if tokens, err := ggufArray[string](f, "tokenizer.ggml.tokens", c.Vocab); err == nil {
+		c.EOS = mergeIDs(c.EOS, endOfGeneration(tokens))
 	}
 	if m.err != nil {
 		return nil, m.err
@@ -291,4 +296,21 @@ func ggufName(c *Config, name string) (string, bool) {
 func ggufFloats(info gguf.TensorInfo, b []byte) ([]float32, error) {
 	out := make([]float32, info.Elements())
 	return out, decodeFloats(info, b, out)
+}
+
+// endOfGenerationTokens are the texts of the tokens llama.cpp stops at beside the file's EOS,
+// EOT and EOM ids (llama-vocab.cpp): files often name <|im_end|> as EOS and leave out
+// <|endoftext|>, or name <eos> and leave out Gemma's <end_of_turn>.
+var endOfGenerationTokens = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+	"<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"}
+
+// endOfGeneration is the ids of tokens whose text is one of endOfGenerationTokens.
+func endOfGeneration(tokens []string) []int {
+	var ids []int
+	for id, t := range tokens {
+		if slices.Contains(endOfGenerationTokens, t) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
