@@ -230,17 +230,6 @@ func ArgmaxGumbel(x []float32, invT float32, seed uint64, r, pos uint32) int {
 	return at
 }
 
-// argmax64 is Argmax over float64 values.
-func argmax64(x []float64) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 // check panics unless buf holds exactly n values.
 func check(what string, buf []float32, n int) {
 	if len(buf) != n {

@@ -21,12 +21,6 @@ var llama3 = weights.RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4,
 var ropeHeads = [][2]int{{6, 6}, {4, 2}, {1, 1}}
 var attnHeads = [][2]int{{6, 6}, {4, 2}, {8, 1}}
 
-// pageTable maps need logical pages onto need+3 physical ones in a shuffled order.
-func (c *checker) pageTable(need int) (table []uint32, nPhys int) {
-	tables, nPhys := c.pageTables([]int{need})
-	return tables[0], nPhys
-}
-
 // pageTables maps each sequence's needs[s] logical pages onto distinct physical pages among
 // sum(needs)+3, in a shuffled order.
 func (c *checker) pageTables(needs []int) (tables [][]uint32, nPhys int) {

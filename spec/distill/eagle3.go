@@ -185,7 +185,6 @@ func (e *Eagle3) Params() []*Param {
 type e3step struct {
 	g, emb, en, gn, rse, rsg []float32
 	a                        *layerAct
-	on                       []float32 // unused after the loss
 	dloss                    []float32 // [R, H] the loss gradient at o (through the final norm)
 }
 
@@ -304,10 +303,8 @@ func (e *Eagle3) Step(seqs []int) StepStats {
 	for k := n - 1; k >= 0; k-- {
 		sp := steps[k]
 		do := sp.dloss
-		if dnext != nil {
-			for i, v := range dnext {
-				do[i] += v
-			}
+		for i, v := range dnext {
+			do[i] += v
 		}
 		dg := make([]float32, R*H)
 		var dckk, dcvk [][]float32

@@ -78,7 +78,6 @@ type Stream struct {
 	done    int  // the length of s.calls's text already read into calls (formats with end)
 	sent    int  // the calls already returned
 	decided bool // asWhole: whether the reply is calls is known
-	seen    bool // asWhole: non-blank text has arrived
 }
 
 // NewStream starts a parse with the named parser (see Valid).

@@ -251,3 +251,22 @@ func (b *bridge) selftest(args []js.Value) (any, error) {
 	defer d.Close()
 	return marshal(selftest.NewReport(d, selftest.Options{Filter: o.Filter, Full: o.Full, PerVariant: o.PerVariant}))
 }
+
+// result is a generation's result as the page reads it.
+func result(r *engine.Result) map[string]any {
+	m := r.Metrics
+	return map[string]any{
+		"text": r.Text, "tokens": r.Tokens, "prompt_tokens": len(r.PromptTokens), "finish_reason": string(r.Finish),
+		"prefill_ms": float64(r.Prefill.Microseconds()) / 1000, "decode_ms": float64(r.Decode.Microseconds()) / 1000,
+		"steps": m.Steps, "drafting_steps": m.Drafts, "draft_tokens": m.DraftTokens, "accepted_tokens": m.AcceptedTokens,
+		"acceptance_rate": m.AcceptanceRate(), "mean_acceptance_length": m.MeanAcceptanceLength(),
+		"accepted_per_position": m.AcceptedPerPosition,
+	}
+}
+
+// describe is what the page shows of an engine: the model, the adapter, the speculation.
+func describe(e *engine.Engine) map[string]any {
+	i := e.Info()
+	return map[string]any{"model": i.Dir, "adapter": i.Adapter, "dtype": i.DType, "dispatches": i.Dispatches,
+		"method": i.Method, "k": i.K, "max_model_len": i.Config.MaxSeq, "features": i.Features}
+}
