@@ -23,7 +23,7 @@ const (
 )
 
 // Eagle is an EAGLE-1 or EAGLE-3 drafter head in float32, every matrix in the Hugging Face
-// [out, in] layout (see /work/shared/formats/drafters.md). With H = Cfg.Dim, I =
+// [out, in] layout (as vLLM's and the EAGLE authors' checkpoints name them). With H = Cfg.Dim, I =
 // Cfg.HiddenDim, q = NHeads*HeadDim, kv = NKVHeads*HeadDim and in = H (EAGLE-1) or 2H
 // (EAGLE-3, whose attention reads [norm(embedding); norm(feature)]):
 type Eagle struct {
