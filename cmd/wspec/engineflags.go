@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/weights/hub"
 )
 
 // engineFlags are the flags `generate`, `serve` and `bench` share to load a model: which
@@ -25,11 +28,14 @@ type engineFlags struct {
 	gpuUtil   *float64
 	kvDType   *string
 	speculate *specFlags
+	revision  *string
+	download  *string
+	repo      string // the Hugging Face repository --model named, once resolved
 }
 
 func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	return &engineFlags{fs: fs,
-		model:   fs.String("model", "", "model: a Hugging Face folder or a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K); default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec"),
+		model:   fs.String("model", "", "model: a Hugging Face folder, a GGUF file (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) or a Hugging Face repository (ORG/NAME, ORG/NAME:Q4_K_M for a repository of GGUF files), fetched into the hub cache; default: models/stories15M in $WSPEC_HOME, the user cache folder or ./.wspec"),
 		adapter: fs.String("adapter", "", "adapter: index, backend (vulkan, metal, d3d12) or type (cpu, discrete-gpu); see wspec devices"),
 		dtype:   fs.String("dtype", "auto", "weight storage on the device: auto (f16 for an F16/BF16 checkpoint where the adapter has shader-f16, else f32), f32 or f16 (vLLM's half, float16, bfloat16, float, float32 too)"),
 		pages:   fs.Int("num-gpu-blocks-override", 0, "KV cache pages of 16 tokens (0: planned from the memory, see --kv-cache-memory); fewer make requests queue sooner"),
@@ -41,11 +47,40 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 		gpuUtil:   fs.Float64("gpu-memory-utilization", 0, "share of the adapter's memory to plan for, weights and KV cache (default 0.9; a CPU adapter's KV cache is then at most 4 GiB)"),
 		kvDType:   fs.String("kv-cache-dtype", "auto", "KV cache type: auto (the weights'), f16 or f32"),
 		speculate: addSpecFlags(fs),
+		revision:  fs.String("revision", "", "with a model named as a Hugging Face repository: the branch, tag or commit (default main)"),
+		download:  fs.String("download-dir", "", "with a model named as a Hugging Face repository: the hub cache to fetch into (default $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)"),
 	}
+}
+
+// resolve makes a model named as a Hugging Face repository (ORG/NAME, or ORG/NAME:QUANT for a
+// repository of GGUF files, as llama-server's -hf takes it) the folder or file it is in the
+// hub cache, fetching what the cache lacks (HF_TOKEN, HF_ENDPOINT and HF_HUB_OFFLINE=1 as
+// huggingface_hub reads them). A path that exists is used as it is, as vLLM does.
+func (f *engineFlags) resolve() error {
+	m := *f.model
+	if m == "" {
+		return nil
+	}
+	if _, err := os.Stat(m); err == nil {
+		return nil
+	}
+	ref, ok := hub.ParseRef(m)
+	if !ok {
+		return nil // engine.Load says the path does not exist
+	}
+	path, err := hub.Download(context.Background(), ref, hub.Options{Revision: *f.revision, CacheDir: *f.download, Progress: downloadBar()})
+	if err != nil {
+		return fmt.Errorf("%s is no file or folder here, so it was looked up as a Hugging Face repository: %w", m, err)
+	}
+	f.repo, *f.model = ref.Repo, path
+	return nil
 }
 
 // options are the engine options the flags give (the speculative config included).
 func (f *engineFlags) options() (engine.Options, error) {
+	if err := f.resolve(); err != nil {
+		return engine.Options{}, err
+	}
 	sc, err := f.speculate.config()
 	if err != nil {
 		return engine.Options{}, err

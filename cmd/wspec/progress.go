@@ -26,6 +26,25 @@ func loadBar() weights.Progress {
 	}
 }
 
+// downloadBar draws a progress bar on stderr for each file fetched from the Hub (files under
+// 1 MiB get none).
+func downloadBar() func(file string, done, total int64) {
+	var bar *progressbar.ProgressBar
+	current := ""
+	return func(file string, done, total int64) {
+		if total < 1<<20 {
+			return
+		}
+		if bar == nil || file != current {
+			current = file
+			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr),
+				progressbar.OptionSetDescription("fetching "+file), progressbar.OptionShowBytes(true),
+				progressbar.OptionClearOnFinish())
+		}
+		bar.Set64(done)
+	}
+}
+
 // compileNotice says, when a step's first run takes more than a moment, that the driver is
 // compiling its kernels (seconds on a CPU adapter, once per machine: the driver caches them),
 // and how long it took.

@@ -37,7 +37,7 @@ func runServe(args []string) error {
 	fs.Var(secondsFlag{drain}, "shutdown-timeout", "on SIGTERM, how long running requests may finish before they are cancelled: seconds (30) or a duration (30s)")
 	vf := addVLLMFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: wspec serve [MODEL] [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics. MODEL (or --model) is a Hugging Face folder or a GGUF file. vLLM's serve flags are taken where they mean something on one device, and its harmless ones accepted with a note.\n\nflags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stderr, "usage: wspec serve [MODEL] [flags]\n\nServes the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models) and vLLM's /tokenize, /detokenize, /version, /health, /metrics. MODEL (or --model) is a Hugging Face folder, a GGUF file, or a Hugging Face repository (ORG/NAME[:QUANT]) fetched into huggingface_hub's cache. vLLM's serve flags are taken where they mean something on one device, and its harmless ones accepted with a note.\n\nflags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(normalizeVLLM(args)); err != nil {
 		return err
@@ -79,7 +79,10 @@ func runServe(args []string) error {
 	}
 	if *name == "" {
 		*name = engine.DefaultModel
-		if *ef.model != "" {
+		switch {
+		case ef.repo != "":
+			*name = ef.repo // as vLLM names a model it fetched
+		case *ef.model != "":
 			*name = filepath.Base(filepath.Clean(*ef.model))
 		}
 	}

@@ -46,11 +46,9 @@ var harmlessFlags = []struct{ name, kind, why string }{
 	{"disable-fastapi-docs", "bool", "wspec serves no API docs"},
 	{"uvicorn-log-level", "string", "wspec has one log: stderr"},
 	{"log-level", "string", "wspec has one log: stderr"},
-	{"download-dir", "string", "wspec downloads no models"},
 	{"load-format", "string", "wspec reads safetensors and GGUF as it finds them"},
 	{"distributed-executor-backend", "string", "wspec runs on one device"},
 	{"tokenizer-mode", "string", "wspec reads tokenizer.json (or the GGUF file's)"},
-	{"revision", "string", "wspec reads the folder as it is"},
 	{"swap-space", "string", "wspec preempts by recomputation, without swap"},
 	{"device", "string", "choose the adapter with --adapter"},
 }
