@@ -15,6 +15,8 @@ func runConvert(args []string) error {
 	fs := pflag.NewFlagSet("convert", pflag.ContinueOnError)
 	from := fs.String("from", "llama2c", "source layout: llama2c (MODEL.bin TOKENIZER.bin) or hf (a Hugging Face folder)")
 	to := fs.String("to", "", "output format: hf (a Hugging Face folder; the default from llama2c) or gguf (from hf)")
+	revision := fs.String("revision", "", "with --from hf and a Hugging Face repository (ORG/NAME) for DIR: the branch, tag or commit (default main)")
+	downloadDir := fs.String("download-dir", "", "with --from hf and a Hugging Face repository for DIR: the hub cache to fetch into (default $HF_HUB_CACHE, $HF_HOME/hub)")
 	out := fs.String("out", "", "output folder (hf) or file (gguf); written whole, or left as it was on failure")
 	outType := fs.String("outtype", "f16", "with --to gguf: the matrices' type or llama-quantize's mix: "+strings.Join(hf2gguf.FileTypeNames(), ", ")+" (norms stay f32)")
 	quantize := fs.String("quantize", "", "with --to gguf: the same as --outtype (llama-quantize's name for it), e.g. q4_k_m or q8_0")
@@ -41,7 +43,11 @@ func runConvert(args []string) error {
 			fs.Usage()
 			return fmt.Errorf("want one model folder and --out FILE.gguf")
 		}
-		return convertToGGUF(fs.Arg(0), *out, t)
+		in, _, err := resolveModel(fs.Arg(0), *revision, *downloadDir)
+		if err != nil {
+			return err
+		}
+		return convertToGGUF(in, *out, t)
 	case *from == "llama2c" && *to == "gguf":
 		return llama2cToGGUF(fs, *out, t)
 	case *from != "llama2c":

@@ -52,28 +52,38 @@ func addEngineFlags(fs *pflag.FlagSet) *engineFlags {
 	}
 }
 
-// resolve makes a model named as a Hugging Face repository (ORG/NAME, or ORG/NAME:QUANT for a
-// repository of GGUF files, as llama-server's -hf takes it) the folder or file it is in the
-// hub cache, fetching what the cache lacks (HF_TOKEN, HF_ENDPOINT and HF_HUB_OFFLINE=1 as
-// huggingface_hub reads them). A path that exists is used as it is, as vLLM does.
+// resolve makes a model named as a Hugging Face repository the folder or file it is in the
+// hub cache (resolveModel).
 func (f *engineFlags) resolve() error {
-	m := *f.model
+	path, repo, err := resolveModel(*f.model, *f.revision, *f.download)
+	if err != nil {
+		return err
+	}
+	f.repo, *f.model = repo, path
+	return nil
+}
+
+// resolveModel makes a model named as a Hugging Face repository (ORG/NAME, or ORG/NAME:QUANT
+// for a repository of GGUF files, as llama-server's -hf takes it) the folder or file it is in
+// the hub cache, fetching what the cache lacks (HF_TOKEN, HF_ENDPOINT and HF_HUB_OFFLINE=1 as
+// huggingface_hub reads them), and returns it with the repository. A path that exists is
+// returned as it is, as vLLM does.
+func resolveModel(m, revision, downloadDir string) (path, repo string, err error) {
 	if m == "" {
-		return nil
+		return "", "", nil
 	}
 	if _, err := os.Stat(m); err == nil {
-		return nil
+		return m, "", nil
 	}
 	ref, ok := hub.ParseRef(m)
 	if !ok {
-		return nil // engine.Load says the path does not exist
+		return m, "", nil // the loader says the path does not exist
 	}
-	path, err := hub.Download(context.Background(), ref, hub.Options{Revision: *f.revision, CacheDir: *f.download, Progress: downloadBar()})
+	path, err = hub.Download(context.Background(), ref, hub.Options{Revision: revision, CacheDir: downloadDir, Progress: downloadBar()})
 	if err != nil {
-		return fmt.Errorf("%s is no file or folder here, so it was looked up as a Hugging Face repository: %w", m, err)
+		return "", "", fmt.Errorf("%s is no file or folder here, so it was looked up as a Hugging Face repository: %w", m, err)
 	}
-	f.repo, *f.model = ref.Repo, path
-	return nil
+	return path, ref.Repo, nil
 }
 
 // options are the engine options the flags give (the speculative config included).
