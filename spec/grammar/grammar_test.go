@@ -183,3 +183,42 @@ func itoa(n int64) string {
 		}
 	}
 }
+
+// Integer bounds of any size are kept: zod 4's int() writes ±(2^53 - 1); a bound past what an
+// unbounded integer may be written with bounds nothing more.
+func TestSchemaLargeIntegerBounds(t *testing.T) {
+	v := testVocab()
+	for _, c := range []struct {
+		schema   string
+		in, out []string
+	}{
+		{`{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}`,
+			[]string{"0", "-5", "9007199254740991", "-9007199254740991"}, []string{"9007199254740992", "-9007199254740992", "1.5"}},
+		{`{"type":"integer","minimum":-1e300,"maximum":1e400}`, []string{"12", "-3", "9999999999999999"}, []string{"x"}},
+		{`{"type":"number","exclusiveMinimum":0,"maximum":9007199254740991}`, []string{"1.5", "9007199254740990.5"}, []string{"0", "-1"}},
+	} {
+		g, err := Compile(Spec{Kind: JSONSchema, Text: c.schema}, v)
+		if err != nil {
+			t.Fatalf("%s: %v", c.schema, err)
+		}
+		for _, want := range []bool{true, false} {
+			texts := c.in
+			if !want {
+				texts = c.out
+			}
+			for _, text := range texts {
+				m := g.NewMatcher()
+				ok := true
+				for _, b := range []byte(text) {
+					if m.Accept(int(b)) != nil {
+						ok = false
+						break
+					}
+				}
+				if ok = ok && m.End(); ok != want {
+					t.Errorf("%s: %q matched %v", c.schema, text, ok)
+				}
+			}
+		}
+	}
+}

@@ -11,6 +11,10 @@ import (
 
 const maxDigits = 16
 
+// maxBound is the largest bound a schema's number keeps: 10^maxDigits, past every value of
+// maxDigits digits.
+const maxBound = 1e16
+
 var digit = byteRange('0', '9')
 
 // intRange matches lo..hi (hasLo/hasHi false: unbounded on that side); nil when empty.

@@ -132,10 +132,12 @@ func bound(s *object, k, path string) (float64, bool, error) {
 	}
 	n, isNum := v.(json.Number)
 	f, err := n.Float64()
-	if !isNum || err != nil || math.Abs(f) > 1e15 {
-		return 0, false, fmt.Errorf("%w: JSON Schema %s at %s is not a number within ±1e15", ErrInvalid, k, path)
+	if !isNum || (err != nil && !math.IsInf(f, 0)) {
+		return 0, false, fmt.Errorf("%w: JSON Schema %s at %s is not a number", ErrInvalid, k, path)
 	}
-	return f, true, nil
+	// A bound of any size is taken (zod's int() writes ±(2^53 - 1)); one past what an
+	// unbounded value may be written with (maxDigits digits) bounds nothing more.
+	return max(-maxBound, min(maxBound, f)), true, nil
 }
 
 // number is an integer or number. With bounds, the values written keep within the integer
