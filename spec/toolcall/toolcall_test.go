@@ -3,7 +3,10 @@ package toolcall
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 var weather = Call{Name: "get_weather", Arguments: `{"city":"Paris","days":2}`}
@@ -101,5 +104,44 @@ func TestForced(t *testing.T) {
 	}
 	if _, err := ParseNamed("x", `{"city": `); err == nil {
 		t.Error("named: cut JSON read")
+	}
+}
+
+// A tool whose parameters carry $defs (pydantic's nested models) is forced with its
+// definitions at the top of the required schema, where its references point, as vLLM hoists
+// them; two tools that define one name differently are an error.
+func TestForcedHoistsDefs(t *testing.T) {
+	weather := Tool{Name: "get_weather", Parameters: json.RawMessage(`{"$defs": {"Unit": {"enum": ["c", "f"], "type": "string"}},
+		"properties": {"city": {"type": "string"}, "unit": {"$ref": "#/$defs/Unit"}}, "required": ["city", "unit"], "type": "object"}`)}
+	other := Tool{Name: "convert", Parameters: json.RawMessage(`{"definitions": {"Unit": {"enum": ["k"], "type": "string"}},
+		"properties": {"to": {"$ref": "#/definitions/Unit"}}, "type": "object"}`)}
+	raw, err := RequiredSchema([]Tool{weather, other, {Name: "now"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := grammar.Compile(grammar.Spec{Kind: grammar.JSONSchema, Text: string(raw)}, grammar.NewVocab(256, func(id int) []byte { return []byte{byte(id)} }))
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	for text, want := range map[string]bool{
+		`[{"name": "get_weather", "parameters": {"city": "Paris", "unit": "c"}}]`: true,
+		`[{"name": "get_weather", "parameters": {"city": "Paris", "unit": "k"}}]`: false,
+		`[{"name": "convert", "parameters": {"to": "k"}}]`:                        true,
+	} {
+		m := g.NewMatcher()
+		ok := true
+		for _, b := range []byte(text) {
+			if m.Accept(int(b)) != nil {
+				ok = false
+				break
+			}
+		}
+		if ok = ok && m.End(); ok != want {
+			t.Errorf("%s matched %v", text, ok)
+		}
+	}
+	clash := Tool{Name: "clash", Parameters: json.RawMessage(`{"$defs": {"Unit": {"enum": ["x"]}}, "type": "object"}`)}
+	if _, err := RequiredSchema([]Tool{weather, clash}, false); err == nil || !strings.Contains(err.Error(), "$defs/Unit") {
+		t.Errorf("two tools defining Unit differently: %v", err)
 	}
 }
