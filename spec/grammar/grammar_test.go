@@ -189,7 +189,7 @@ func itoa(n int64) string {
 func TestSchemaLargeIntegerBounds(t *testing.T) {
 	v := testVocab()
 	for _, c := range []struct {
-		schema   string
+		schema  string
 		in, out []string
 	}{
 		{`{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}`,
