@@ -89,6 +89,11 @@ func TestInvalidRequests(t *testing.T) {
 		{"left-recursive grammar", "/v1/completions", `{"prompt": "a", "guided_grammar": "root ::= root \"x\" | \"y\""}`, "guided_grammar", codeInvalidValue},
 		{"empty choice", "/v1/completions", `{"prompt": "a", "guided_choice": []}`, "guided_choice", codeInvalidValue},
 		{"two structured outputs", "/v1/completions", `{"prompt": "a", "guided_regex": "a+", "guided_choice": ["a"]}`, "guided_choice", codeInvalidValue},
+		{"misspelt structured_outputs key", "/v1/completions", `{"prompt": "a", "structured_outputs": {"regx": "a+"}}`, "structured_outputs", codeInvalidValue},
+		{"misspelt speculative key", "/v1/completions", `{"prompt": "a", "speculative": {"num_speculative_token": 2}}`, "speculative", codeInvalidValue},
+		{"misspelt response_format key", "/v1/completions", `{"prompt": "a", "response_format": {"type": "json_object", "shema": {}}}`, "response_format", codeInvalidValue},
+		{"misspelt json_schema key", "/v1/completions", `{"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}, "strit": true}}}`, "response_format.json_schema", codeInvalidValue},
+		{"misspelt stream_options key", "/v1/completions", `{"prompt": "a", "stream": true, "stream_options": {"include_usge": true}}`, "stream_options", codeInvalidValue},
 		{"chat max_completion_tokens 0", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}`, "max_completion_tokens", codeInvalidValue},
 	}
 	for _, c := range cases {

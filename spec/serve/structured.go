@@ -29,6 +29,12 @@ func structured(f *samplingFields) (*grammar.Spec, string, error) {
 		switch rf.Type {
 		case "text", "":
 		case "json_object":
+			if len(rf.Schema) > 0 && string(rf.Schema) != "null" {
+				if err := schema("response_format", rf.Schema); err != nil {
+					return nil, "", err
+				}
+				break
+			}
 			got = append(got, found{"response_format", grammar.Spec{Kind: grammar.JSONObject}})
 		case "json_schema":
 			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || string(rf.JSONSchema.Schema) == "null" {

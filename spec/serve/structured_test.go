@@ -122,6 +122,13 @@ func TestStructuredOutputs(t *testing.T) {
 			t.Errorf("json_object: %q: %v", txt, err)
 		}
 	}
+	// json_object with a schema (instructor's JSON_SCHEMA mode, several hosted providers): the
+	// schema is applied
+	for _, txt := range completion(`"response_format": {"type": "json_object", "schema": `+personSchema+`}`, 200) {
+		if err := validates(s, txt); err != nil {
+			t.Errorf("json_object with a schema: %q: %v", txt, err)
+		}
+	}
 	choices := []string{"happy", "sad", "a little angry"}
 	for _, key := range []string{`"structured_outputs": {"choice": %s}`, `"guided_choice": %s`} {
 		cj, _ := json.Marshal(choices)

@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 
 	"github.com/wspec/wspec/spec/grammar"
 )
@@ -45,12 +48,12 @@ type samplingFields struct {
 	Speculative *speculativeField `json:"speculative"`
 	// Structured outputs (structured.go): OpenAI's response_format, vLLM's structured_outputs
 	// and its older guided_* fields; at most one of them.
-	ResponseFormat    *responseFormat            `json:"response_format"`
-	StructuredOutputs *grammar.StructuredOutputs `json:"structured_outputs"`
-	GuidedJSON        json.RawMessage            `json:"guided_json"`
-	GuidedRegex       *string                    `json:"guided_regex"`
-	GuidedChoice      []string                   `json:"guided_choice"`
-	GuidedGrammar     *string                    `json:"guided_grammar"`
+	ResponseFormat    *responseFormat    `json:"response_format"`
+	StructuredOutputs *structuredOutputs `json:"structured_outputs"`
+	GuidedJSON        json.RawMessage    `json:"guided_json"`
+	GuidedRegex       *string            `json:"guided_regex"`
+	GuidedChoice      []string           `json:"guided_choice"`
+	GuidedGrammar     *string            `json:"guided_grammar"`
 	// vLLM's knobs of its grammar backends: accepted and ignored (one engine here).
 	GuidedDecodingBackend   json.RawMessage `json:"guided_decoding_backend"`
 	GuidedWhitespacePattern json.RawMessage `json:"guided_whitespace_pattern"`
@@ -58,6 +61,8 @@ type samplingFields struct {
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
+	// OpenAI's padding of stream events against length side channels: accepted, none is sent
+	IncludeObfuscation *bool `json:"include_obfuscation"`
 }
 
 // speculativeField is the request's extension field "speculative": num_speculative_tokens
@@ -133,6 +138,62 @@ func (t *toolParam) UnmarshalJSON(b []byte) error {
 type responseFormat struct {
 	Type       string      `json:"type"`
 	JSONSchema *jsonSchema `json:"json_schema"`
+	// json_object with a schema, as several hosted providers and instructor's JSON_SCHEMA mode
+	// send it: the schema is applied
+	Schema json.RawMessage `json:"schema"`
+}
+
+// The request's nested objects are read strictly: a key they do not know is a 400 naming it,
+// since a misspelt constraint would otherwise be served unconstrained without a word.
+func (v *responseFormat) UnmarshalJSON(b []byte) error {
+	type plain responseFormat
+	return strictObject(b, (*plain)(v), "response_format")
+}
+
+func (v *jsonSchema) UnmarshalJSON(b []byte) error {
+	type plain jsonSchema
+	return strictObject(b, (*plain)(v), "response_format.json_schema")
+}
+
+func (v *streamOptions) UnmarshalJSON(b []byte) error {
+	type plain streamOptions
+	return strictObject(b, (*plain)(v), "stream_options")
+}
+
+func (v *speculativeField) UnmarshalJSON(b []byte) error {
+	type plain speculativeField
+	return strictObject(b, (*plain)(v), "speculative")
+}
+
+// structuredOutputs is vLLM's structured_outputs, read strictly.
+type structuredOutputs struct{ grammar.StructuredOutputs }
+
+func (v *structuredOutputs) UnmarshalJSON(b []byte) error {
+	return strictObject(b, &v.StructuredOutputs, "structured_outputs")
+}
+
+// strictObject decodes b, a JSON object, into v, refusing a key v does not name.
+func strictObject(b []byte, v any, field string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return invalid(field, codeInvalidValue, "%s: unknown field %s", field, strings.TrimPrefix(err.Error(), "json: unknown field "))
+	case errors.As(err, &typ) && typ.Field != "":
+		p := field + "." + typ.Field
+		return invalid(p, codeInvalidType, "%s: want %s, got %s", p, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.As(err, &typ):
+		return invalid(field, codeInvalidType, "%s: want an object, got %s", field, typ.Value)
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return invalid(field, codeInvalidValue, "%s: %v", field, err)
 }
 
 type jsonSchema struct {
