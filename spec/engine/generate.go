@@ -43,7 +43,7 @@ func (e *Engine) Generate(ctx context.Context, prompt string, o GenerateOptions)
 	if e.isClosed() {
 		return nil, ErrClosed
 	}
-	r, err := e.NewRequest(Prompt{Text: prompt}, o)
+	r, err := e.NewRequest(ctx, Prompt{Text: prompt}, o)
 	if err != nil {
 		return nil, err
 	}

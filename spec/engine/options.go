@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -221,8 +222,9 @@ type Request struct {
 }
 
 // NewRequest tokenizes p (once) and validates o for this engine's model: every error wraps
-// ErrInvalid (as an *InvalidError) or ErrPromptTooLong (as a *PromptTooLongError).
-func (e *Engine) NewRequest(p Prompt, o GenerateOptions) (*Request, error) {
+// ErrInvalid (as an *InvalidError) or ErrPromptTooLong (as a *PromptTooLongError). Compiling
+// a structured output stops when ctx ends (its client went away).
+func (e *Engine) NewRequest(ctx context.Context, p Prompt, o GenerateOptions) (*Request, error) {
 	if err := o.Validate(e.cfg.Vocab); err != nil {
 		return nil, err
 	}
@@ -286,7 +288,7 @@ func (e *Engine) NewRequest(p Prompt, o GenerateOptions) (*Request, error) {
 	var g *grammar.Grammar
 	if o.Structured != nil {
 		var err error
-		if g, err = e.grammars().Get(*o.Structured); err != nil {
+		if g, err = e.grammars().Get(ctx, *o.Structured); err != nil {
 			return nil, invalid("structured_outputs", "structured_outputs: %v", err)
 		}
 	}

@@ -41,7 +41,7 @@ func TestPrefixCacheExact(t *testing.T) {
 		t.Fatal("the later turns took nothing from the prefix cache")
 	}
 	// Four choices at once: the prompt's whole pages are computed once.
-	r, err := with.NewRequest(Prompt{Text: "One day, a big bear found a shiny red ball in the forest. He wanted to play with it, so he"}, GenerateOptions{MaxTokens: 8,
+	r, err := with.NewRequest(context.Background(), Prompt{Text: "One day, a big bear found a shiny red ball in the forest. He wanted to play with it, so he"}, GenerateOptions{MaxTokens: 8,
 		Sampling: Sampling{Temperature: 1, Seed: 3}})
 	if err != nil {
 		t.Fatal(err)

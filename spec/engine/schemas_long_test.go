@@ -79,7 +79,7 @@ func TestSchemaSuiteOnModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range schemas {
-		_, err := e.NewRequest(Prompt{Text: "a"}, GenerateOptions{Structured: &grammar.Spec{Kind: grammar.JSONSchema, Text: string(s)}})
+		_, err := e.NewRequest(context.Background(), Prompt{Text: "a"}, GenerateOptions{Structured: &grammar.Spec{Kind: grammar.JSONSchema, Text: string(s)}})
 		var ie *InvalidError
 		if !errors.As(err, &ie) || ie.Param != "structured_outputs" || !strings.Contains(err.Error(), "unsupported") {
 			t.Errorf("%s: %v", s, err)

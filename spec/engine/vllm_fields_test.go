@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func TestStopTokenIDsAndTruncation(t *testing.T) {
 	}
 	for _, o := range []GenerateOptions{{StopTokenIDs: []int{-1}}, {StopTokenIDs: []int{32000}}, {TruncatePromptTokens: -2}} {
 		var ie *InvalidError
-		if _, err := e.NewRequest(Prompt{Text: "a"}, o); !errors.As(err, &ie) {
+		if _, err := e.NewRequest(context.Background(), Prompt{Text: "a"}, o); !errors.As(err, &ie) {
 			t.Errorf("%+v: %v, want an InvalidError", o, err)
 		}
 	}
@@ -39,12 +40,12 @@ func TestStopTokenIDsAndTruncation(t *testing.T) {
 func TestHugePromptRefusedEarly(t *testing.T) {
 	e := stories(t, nil)
 	huge := strings.Repeat("the dog ran to the big red house and ", 50000) // 1.9 MB
-	_, err := e.NewRequest(Prompt{Text: huge}, GenerateOptions{})
+	_, err := e.NewRequest(context.Background(), Prompt{Text: huge}, GenerateOptions{})
 	var pe *PromptTooLongError
 	if !errors.As(err, &pe) || !pe.AtLeast || !strings.Contains(err.Error(), "at least") {
 		t.Fatalf("a 1.9 MB prompt: %v, want a PromptTooLongError from its length", err)
 	}
-	r, err := e.NewRequest(Prompt{Text: huge}, GenerateOptions{TruncatePromptTokens: -1, MaxTokens: 8})
+	r, err := e.NewRequest(context.Background(), Prompt{Text: huge}, GenerateOptions{TruncatePromptTokens: -1, MaxTokens: 8})
 	if err != nil || len(r.Prompt) != e.Info().Config.MaxSeq-8 {
 		t.Fatalf("truncated to the context: %v, %d tokens", err, len(r.Prompt))
 	}
@@ -94,7 +95,7 @@ func TestMinTokensStopStringsSpecialTokens(t *testing.T) {
 		}
 	}
 	var ie *InvalidError
-	if _, err := e.NewRequest(Prompt{Text: "a"}, GenerateOptions{MaxTokens: 3, MinTokens: 4}); !errors.As(err, &ie) || ie.Param != "min_tokens" {
+	if _, err := e.NewRequest(context.Background(), Prompt{Text: "a"}, GenerateOptions{MaxTokens: 3, MinTokens: 4}); !errors.As(err, &ie) || ie.Param != "min_tokens" {
 		t.Errorf("min_tokens over max_tokens: %v", err)
 	}
 }

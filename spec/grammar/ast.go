@@ -54,9 +54,11 @@ type rules struct {
 	names  []string
 	body   []*node
 	byName map[string]int
+	suffix map[string]int // the next number to try after a base name that is taken
+	budget *budget        // the compile's bound as a whole (nil: none)
 }
 
-func newRules() *rules { return &rules{byName: map[string]int{}} }
+func newRules() *rules { return &rules{byName: map[string]int{}, suffix: map[string]int{}} }
 
 // named returns the rule called name, declaring it (undefined) when new.
 func (r *rules) named(name string) int {
@@ -72,10 +74,14 @@ func (r *rules) named(name string) int {
 // add defines a new rule, its name made unique from base.
 func (r *rules) add(base string, body *node) int {
 	name := base
-	for i := 2; ; i++ {
+	for {
 		if _, taken := r.byName[name]; !taken {
 			break
 		}
+		// each base name remembers where its numbering stopped, so that many rules of one
+		// base cost linear time, not quadratic
+		i := max(r.suffix[base], 2)
+		r.suffix[base] = i + 1
 		name = fmt.Sprintf("%s-%d", base, i)
 	}
 	i := r.named(name)

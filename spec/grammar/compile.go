@@ -41,8 +41,9 @@ func (d *dfa) next(s int32, b byte) int32 { return d.trans[int(s)*d.nclass+int(d
 
 // nfa is one rule's Thompson automaton while it is compiled.
 type nfa struct {
-	eps   [][]int32
-	edges [][]nedge
+	eps    [][]int32
+	edges  [][]nedge
+	budget *budget
 }
 
 type nedge struct {
@@ -54,6 +55,9 @@ type nedge struct {
 func (a *nfa) state() (int32, error) {
 	if len(a.eps) >= maxNFAStates {
 		return 0, fmt.Errorf("%w: the grammar is too large (more than %d automaton states in one rule)", ErrUnsupported, maxNFAStates)
+	}
+	if err := a.budget.spend(1); err != nil {
+		return 0, err
 	}
 	a.eps = append(a.eps, nil)
 	a.edges = append(a.edges, nil)
@@ -187,8 +191,8 @@ func setKey(set []int32) string {
 }
 
 // compileRule turns one rule's expression into its dfa (subset construction).
-func compileRule(body *node) (*dfa, error) {
-	a := &nfa{}
+func compileRule(body *node, b *budget) (*dfa, error) {
+	a := &nfa{budget: b}
 	start, _ := a.state()
 	final, err := a.build(body, start)
 	if err != nil {
@@ -218,6 +222,9 @@ func compileRule(body *node) (*dfa, error) {
 	var calls [][]call
 	for i := 0; i < len(sets); i++ {
 		set := sets[i]
+		if err := b.spend(256 + len(set)); err != nil { // a row of 256 bytes, and the set's edges
+			return nil, err
+		}
 		var targets [256][]int32
 		callTo := map[int32][]int32{}
 		var callOrder []int32

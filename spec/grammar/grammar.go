@@ -33,7 +33,7 @@ func build(r *rules, root int, v *Vocab, source string) (*Grammar, error) {
 		if b == nil {
 			return nil, fmt.Errorf("%w: rule %q is used but not defined", ErrInvalid, r.names[i])
 		}
-		d, err := compileRule(b)
+		d, err := compileRule(b, r.budget)
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: %w", r.names[i], err)
 		}

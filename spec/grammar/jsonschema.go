@@ -43,12 +43,13 @@ var handled = map[string]bool{"type": true, "properties": true, "required": true
 	"uniqueItems": true, "unevaluatedProperties": true, "nullable": true}
 
 // jsonSchemaRules compiles schema text into rules; the root rule allows leading blanks.
-func jsonSchemaRules(text []byte) (*rules, int, error) {
+func jsonSchemaRules(text []byte, b *budget) (*rules, int, error) {
 	doc, err := parseJSON(text)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: the JSON schema is not JSON: %v", ErrInvalid, err)
 	}
 	c := &schemaCompiler{r: newRules(), doc: doc, refs: map[string]int{}, free: map[string]int{}}
+	c.r.budget = b
 	root := c.r.named("root")
 	c.ws = wsNode()
 	v, err := c.schema(doc, "#")
@@ -81,6 +82,9 @@ func unsupported(path, what string) error {
 }
 
 func (c *schemaCompiler) schema(s any, path string) (*node, error) {
+	if err := c.r.budget.spend(schemaWork); err != nil {
+		return nil, err
+	}
 	switch s := s.(type) {
 	case bool:
 		if !s {

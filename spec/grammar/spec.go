@@ -16,6 +16,7 @@ package grammar
 
 import (
 	"container/list"
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -75,11 +76,18 @@ func (s Spec) key() string {
 	return string(s.Kind) + "\x00" + s.Text + "\x00" + strings.Join(s.Choices, "\x00")
 }
 
-// Compile compiles spec for vocabulary v.
+// Compile compiles spec for vocabulary v (CompileContext without a context to end it).
 func Compile(s Spec, v *Vocab) (*Grammar, error) {
+	return CompileContext(context.Background(), s, v)
+}
+
+// CompileContext compiles spec for vocabulary v within a budget of work and time (budget.go),
+// stopping when ctx ends.
+func CompileContext(ctx context.Context, s Spec, v *Vocab) (*Grammar, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	b := newBudget(ctx)
 	var (
 		r    *rules
 		root int
@@ -87,7 +95,7 @@ func Compile(s Spec, v *Vocab) (*Grammar, error) {
 	)
 	switch s.Kind {
 	case JSONSchema:
-		r, root, err = jsonSchemaRules([]byte(s.Text))
+		r, root, err = jsonSchemaRules([]byte(s.Text), b)
 	case JSONObject:
 		r, root = freeObjectRules()
 	case Regex:
@@ -109,6 +117,7 @@ func Compile(s Spec, v *Vocab) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.budget = b
 	return build(r, root, v, s.key())
 }
 
@@ -130,8 +139,8 @@ func NewCache(v *Vocab, n int) *Cache {
 // Vocab is the cache's vocabulary.
 func (c *Cache) Vocab() *Vocab { return c.v }
 
-// Get returns spec compiled, from the cache or compiled now.
-func (c *Cache) Get(s Spec) (*Grammar, error) {
+// Get returns spec compiled, from the cache or compiled now (CompileContext, ended by ctx).
+func (c *Cache) Get(ctx context.Context, s Spec) (*Grammar, error) {
 	k := s.key()
 	c.mu.Lock()
 	if e, ok := c.at[k]; ok {
@@ -140,7 +149,7 @@ func (c *Cache) Get(s Spec) (*Grammar, error) {
 		return e.Value.(*Grammar), nil
 	}
 	c.mu.Unlock()
-	g, err := Compile(s, c.v)
+	g, err := CompileContext(ctx, s, c.v)
 	if err != nil {
 		return nil, err
 	}

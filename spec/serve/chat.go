@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rq, err := s.chatRequest(&req, r.Context().Done())
+	rq, err := s.chatRequest(r.Context(), &req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -41,8 +42,9 @@ var chatRoles = map[string]bool{"system": true, "developer": true, "user": true,
 var templateReserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
 	"continue_final_message": true, "bos_token": true, "eos_token": true, "raise_exception": true, "strftime_now": true}
 
-// chatRequest validates a chat request and renders its prompt (until done is closed).
-func (s *Server) chatRequest(req *chatRequest, done <-chan struct{}) (*request, error) {
+// chatRequest validates a chat request and renders its prompt (until ctx ends).
+func (s *Server) chatRequest(ctx context.Context, req *chatRequest) (*request, error) {
+	done := ctx.Done()
 	maxTokens, maxParam := req.MaxCompletionTokens, "max_completion_tokens"
 	if maxTokens == nil {
 		maxTokens, maxParam = req.MaxTokens, "max_tokens"
@@ -96,7 +98,7 @@ func (s *Server) chatRequest(req *chatRequest, done <-chan struct{}) (*request, 
 		}
 		return nil, invalid("messages", codeInvalidValue, "messages: %v", err)
 	}
-	if err := s.prepare(rq, []engine.Prompt{{Text: prompt}}, o); err != nil {
+	if err := s.prepare(ctx, rq, []engine.Prompt{{Text: prompt}}, o); err != nil {
 		return nil, err
 	}
 	return rq, nil

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"net/http"
 )
 
@@ -14,7 +15,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rq, err := s.completionRequest(&req)
+	rq, err := s.completionRequest(r.Context(), &req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -25,7 +26,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 }
 
 // completionRequest validates a completions request.
-func (s *Server) completionRequest(req *completionRequest) (*request, error) {
+func (s *Server) completionRequest(ctx context.Context, req *completionRequest) (*request, error) {
 	maxTokens := req.MaxTokens
 	if maxTokens == nil {
 		d := defaultCompletionTokens
@@ -54,7 +55,7 @@ func (s *Server) completionRequest(req *completionRequest) (*request, error) {
 	if req.Logprobs != nil {
 		o.Logprobs, o.TopLogprobs = true, *req.Logprobs
 	}
-	if err := s.prepare(rq, req.Prompt.prompts, o); err != nil {
+	if err := s.prepare(ctx, rq, req.Prompt.prompts, o); err != nil {
 		return nil, err
 	}
 	return rq, nil

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -21,14 +22,14 @@ func (s *Server) validate(path string, body []byte) error {
 		if err := s.decodeBody(w, r, &req); err != nil {
 			return err
 		}
-		_, err := s.completionRequest(&req)
+		_, err := s.completionRequest(context.Background(), &req)
 		return err
 	}
 	var req chatRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	_, err := s.chatRequest(&req, nil)
+	_, err := s.chatRequest(context.Background(), &req)
 	return err
 }
 

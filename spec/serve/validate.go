@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -122,7 +123,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 
 // prepare validates o and tokenizes each prompt (through the engine, once), and checks that
 // prompt and max_tokens fit the context as OpenAI's API does.
-func (s *Server) prepare(rq *request, prompts []engine.Prompt, o *engine.GenerateOptions) error {
+func (s *Server) prepare(ctx context.Context, rq *request, prompts []engine.Prompt, o *engine.GenerateOptions) error {
 	if m := s.cfg.MaxLogprobs; m > 0 && o.TopLogprobs > m {
 		param := "top_logprobs"
 		if p, ok := rq.params[param]; ok {
@@ -131,7 +132,7 @@ func (s *Server) prepare(rq *request, prompts []engine.Prompt, o *engine.Generat
 		return invalid(param, codeInvalidValue, "%s %d: this server returns at most %d (--max-logprobs)", param, o.TopLogprobs, m)
 	}
 	for _, p := range prompts {
-		r, err := s.e.NewRequest(p, *o)
+		r, err := s.e.NewRequest(ctx, p, *o)
 		if err != nil {
 			return s.requestError(rq, err)
 		}
