@@ -55,7 +55,7 @@ func runServe(args []string) error {
 		return err
 	}
 	var sc serve.Config
-	if err := vf.apply(os.Stderr, *ef.model, &eo, &sc); err != nil {
+	if err := vf.apply(os.Stderr, *ef.model, ef.repo, &eo, &sc); err != nil {
 		return err
 	}
 	switch {

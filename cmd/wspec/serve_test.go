@@ -48,6 +48,8 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--max-num-seqs", "0"}, "--max-num-seqs 0"},
 		{[]string{"--max-num-batched-tokens", "8", "--port", "0"}, "max_num_batched_tokens 8"},
 		{[]string{"--host", "256.0.0.1", "--port", "0"}, "256.0.0.1"},
+		{[]string{"--generation-config", "/nonexistent", "--port", "0"}, "--generation-config /nonexistent"},
+		{[]string{"--tokenizer", "other/tok", "--port", "0"}, "the default model's"},
 	} {
 		err := runServe(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,8 +102,9 @@ func normalizeVLLM(args []string) []string {
 }
 
 // apply checks the flags, writes a note per harmless flag set, and fills the engine's and the
-// server's options. model is the model folder (or GGUF file, or "" for the default model).
-func (v *vllmFlags) apply(notes io.Writer, model string, eo *engine.Options, sc *serve.Config) error {
+// server's options. model is the model folder (or GGUF file, or "" for the default model),
+// repo the Hugging Face repository it was fetched from ("" if none).
+func (v *vllmFlags) apply(notes io.Writer, model, repo string, eo *engine.Options, sc *serve.Config) error {
 	for name, p := range v.parallel {
 		if *p != 1 {
 			return fmt.Errorf("--%s %d: wspec runs a model on one device (only 1)", name, *p)
@@ -119,8 +121,12 @@ func (v *vllmFlags) apply(notes io.Writer, model string, eo *engine.Options, sc 
 	if *v.blockSize != 16 {
 		return fmt.Errorf("--block-size %d: wspec's KV pages hold 16 tokens (only 16)", *v.blockSize)
 	}
-	if t := *v.tokenizer; t != "" && filepath.Clean(t) != filepath.Clean(model) {
-		return fmt.Errorf("--tokenizer %s: wspec uses the model's own tokenizer (%s)", t, model)
+	if t := *v.tokenizer; t != "" && filepath.Clean(t) != filepath.Clean(model) && t != repo {
+		own := model
+		if own == "" {
+			own = "the default model's"
+		}
+		return fmt.Errorf("--tokenizer %s: wspec uses the model's own tokenizer (%s)", t, own)
 	}
 	seqs := *v.maxNumSeqs
 	if seqs > engine.MaxNumSeqsLimit {
@@ -164,6 +170,11 @@ func (v *vllmFlags) generationDefaults(notes io.Writer, modelDir string) (serve.
 		return serve.SamplingDefaults{}, nil
 	case "auto", "":
 	default:
+		// a folder named is read, or the server does not start: ignoring it would serve
+		// other defaults than the ones asked for
+		if _, err := os.Stat(filepath.Join(g, "generation_config.json")); err != nil {
+			return serve.SamplingDefaults{}, fmt.Errorf("--generation-config %s: %w (want auto, vllm or a folder holding a generation_config.json)", g, err)
+		}
 		dir = g
 	}
 	d, err := serve.ReadGenerationConfig(dir)
