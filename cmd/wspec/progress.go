@@ -14,7 +14,7 @@ import (
 func loadBar() weights.Progress {
 	var bar *progressbar.ProgressBar
 	return func(done, total int64) {
-		if total < 256<<20 {
+		if total < 256<<20 || !stderrIsTerminal() {
 			return
 		}
 		if bar == nil {
@@ -26,13 +26,20 @@ func loadBar() weights.Progress {
 	}
 }
 
+// stderrIsTerminal is whether stderr is a terminal: a bar redrawn into a log file is only
+// noise there (a served model's log held hundreds of them).
+func stderrIsTerminal() bool {
+	st, err := os.Stderr.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 // downloadBar draws a progress bar on stderr for each file fetched from the Hub (files under
 // 1 MiB get none).
 func downloadBar() func(file string, done, total int64) {
 	var bar *progressbar.ProgressBar
 	current := ""
 	return func(file string, done, total int64) {
-		if total < 1<<20 {
+		if total < 1<<20 || !stderrIsTerminal() {
 			return
 		}
 		if bar == nil || file != current {
