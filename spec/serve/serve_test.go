@@ -170,7 +170,7 @@ func readEvents(r io.Reader) (events []string, done bool) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "" {
+		if line == "" || strings.HasPrefix(line, "event: ") { // the Responses API names its events
 			continue
 		}
 		data, ok := strings.CutPrefix(line, "data: ")

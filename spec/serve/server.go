@@ -100,6 +100,8 @@ type Server struct {
 	created int64
 	keyHash [32]byte
 	seeds   *seeder
+	// responses are the Responses API's stored responses (responses_reply.go)
+	responses *responseStore
 
 	draining atomic.Bool     // Serve was told to stop: new requests get a 503
 	active   atomic.Int64    // requests being handled
@@ -132,7 +134,8 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	tok := e.Tokenizer()
 	s := &Server{cfg: c, e: e, tok: tok, name: c.ModelName, dir: info.Dir, maxSeq: info.Config.MaxSeq,
 		metrics: c.Metrics,
-		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey)), seeds: newSeeder(c.Seed)}
+		created: time.Now().Unix(), keyHash: sha256.Sum256([]byte(c.APIKey)), seeds: newSeeder(c.Seed),
+		responses: newResponseStore(MaxStoredResponses, MaxStoredResponseBytes)}
 	if c.MaxLogprobs < 0 || c.MaxLogprobs > engine.MaxTopLogprobs {
 		return nil, fmt.Errorf("max logprobs %d: want 0..%d", c.MaxLogprobs, engine.MaxTopLogprobs)
 	}
@@ -179,6 +182,8 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/completions", method("POST", s.handleCompletions))
 	mux.HandleFunc("/v1/chat/completions", method("POST", s.handleChat))
+	mux.HandleFunc("/v1/responses", method("POST", s.handleResponses))
+	mux.HandleFunc("/v1/responses/{id}", s.handleResponse)
 	mux.HandleFunc("/v1/models", method("GET", s.handleModels))
 	mux.HandleFunc("/v1/models/{id...}", method("GET", s.handleModel))
 	mux.HandleFunc("/health", method("GET", s.handleHealth))

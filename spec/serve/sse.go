@@ -33,12 +33,26 @@ func startSSE(w http.ResponseWriter, cancel func()) *sseWriter {
 
 // send writes one event holding v as JSON.
 func (s *sseWriter) send(v any) {
+	if e, ok := v.(event); ok {
+		s.sendEvent(e["type"].(string), e)
+		return
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		s.fail(err)
 		return
 	}
 	s.write(append(append([]byte("data: "), b...), '\n', '\n'))
+}
+
+// sendEvent writes one event with its name (the Responses API's "event: response.created").
+func (s *sseWriter) sendEvent(name string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.write(append(append([]byte("event: "+name+"\ndata: "), b...), '\n', '\n'))
 }
 
 // sendError writes an error event (openai-go ends the stream with it) and the end.
