@@ -29,19 +29,7 @@ const zodJS = "zod@3"
 // the tool's zod schema accepts; a history with tool calls and results. (The tag oracle: it installs the SDK from npm's registry, as the
 // llama.cpp comparison does; CI runs it in its long tier.)
 func TestOpenAIJSSDK(t *testing.T) {
-	dir := filepath.Join(home.Default(), "sdk-js")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "zod", "package.json")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", openaiJS, zodJS).CombinedOutput(); err != nil {
-			msg := fmt.Sprintf("npm install %s failed (%v): %s", openaiJS, err, out)
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip("SKIPPED, NOT PASSED: the SDK check needs npm's registry: " + msg)
-		}
-	}
+	dir := sdkDir(t)
 	script, err := os.ReadFile("testdata/sdk.mjs")
 	if err != nil {
 		t.Fatal(err)
@@ -119,4 +107,22 @@ func TestOpenAIJSSDK(t *testing.T) {
 	if got.HistoryFinish == "" {
 		t.Error("a history with tool calls and results got no reply")
 	}
+}
+
+// sdkDir installs the SDK and zod (once, into the wspec home) and returns their folder.
+func sdkDir(t *testing.T) string {
+	dir := filepath.Join(home.Default(), "sdk-js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "zod", "package.json")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", openaiJS, zodJS).CombinedOutput(); err != nil {
+			msg := fmt.Sprintf("npm install %s failed (%v): %s", openaiJS, err, out)
+			if os.Getenv("CI") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip("SKIPPED, NOT PASSED: the SDK check needs npm's registry: " + msg)
+		}
+	}
+	return dir
 }
