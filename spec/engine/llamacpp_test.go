@@ -126,7 +126,12 @@ func llamaCpp(t *testing.T, oracle, file string) []oracleRun {
 // told to use lavapipe (a CPU-type device it skips by default) and to multiply in f32 (no f16,
 // no integer dot products of quantized activations).
 func llamaCppOn(t *testing.T, oracle, file string, vulkan bool) []oracleRun {
-	req, _ := json.Marshal(map[string]any{"model": file, "prompts": oraclePrompts, "tokens": oracleTokens, "topK": oracleTopK, "vulkan": vulkan})
+	return llamaCppPrompts(t, oracle, file, oraclePrompts, oracleTokens, vulkan)
+}
+
+// llamaCppPrompts is llamaCppOn on these prompts, n greedy tokens each.
+func llamaCppPrompts(t *testing.T, oracle, file string, prompts []string, n int, vulkan bool) []oracleRun {
+	req, _ := json.Marshal(map[string]any{"model": file, "prompts": prompts, "tokens": n, "topK": oracleTopK, "vulkan": vulkan})
 	reqFile := filepath.Join(t.TempDir(), "request.json")
 	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
 		t.Fatal(err)
@@ -149,14 +154,20 @@ func llamaCppOn(t *testing.T, oracle, file string, vulkan bool) []oracleRun {
 
 // wspecRun decodes the prompts with wspec (f32 weights and KV cache) as llama.cpp does.
 func wspecRun(t *testing.T, dir string) []oracleRun {
-	e, err := Load(dir, Options{Device: testDevice(t), DType: "f32", KVCacheDType: "f32"})
+	return wspecPrompts(t, dir, oraclePrompts, oracleTokens, 0)
+}
+
+// wspecPrompts is wspecRun on these prompts, n greedy tokens each, in a context of maxLen (0:
+// the model's).
+func wspecPrompts(t *testing.T, dir string, prompts []string, n, maxLen int) []oracleRun {
+	e, err := Load(dir, Options{Device: testDevice(t), DType: "f32", KVCacheDType: "f32", MaxModelLen: maxLen})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	var out []oracleRun
-	for _, p := range oraclePrompts {
-		res, err := e.Generate(context.Background(), p, GenerateOptions{MaxTokens: oracleTokens, IgnoreEOS: true,
+	for _, p := range prompts {
+		res, err := e.Generate(context.Background(), p, GenerateOptions{MaxTokens: n, IgnoreEOS: true,
 			Sampling: Sampling{TopLogprobs: oracleTopK}})
 		if err != nil {
 			t.Fatal(err)
