@@ -30,6 +30,7 @@ type Result struct {
 	Tokens       []int             // generated, without the stop token (and cut at a stop string)
 	Text         string            // the generated text as streamed (it continues the prompt)
 	Finish       spec.FinishReason // why it ended
+	StopString   string            // the stop string that ended it ("" for none: vLLM's stop_reason)
 	Queued       time.Duration     // waiting for a place in the batch
 	Prefill      time.Duration     // from the request to its first token
 	Decode       time.Duration     // the rest
@@ -93,7 +94,7 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 	out := &Result{PromptTokens: r.Prompt, Tokens: res.Tokens, Text: ts.text.String(), Finish: res.Finish,
 		Queued: res.Queued, Metrics: res.Metrics, Preempted: res.Preempted}
 	if ts.matched {
-		out.Tokens, out.Finish = res.Tokens[:min(ts.kept, len(res.Tokens))], spec.FinishStop
+		out.Tokens, out.Finish, out.StopString = res.Tokens[:min(ts.kept, len(res.Tokens))], spec.FinishStop, ts.matchedStop
 	}
 	if o.Logprobs {
 		out.Logprobs = engineLogprobs(out.Tokens, res.Logprobs)

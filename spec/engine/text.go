@@ -26,11 +26,12 @@ type textStream struct {
 	wake    chan struct{}
 	stopped atomic.Bool // a stop string was found: the scheduler should stop
 
-	text    strings.Builder // everything decoded so far (up to the stop string when found)
-	sent    int             // bytes of text given to onText
-	ends    []int           // text length after each token
-	kept    int             // tokens before the cut (all, when no stop string was found)
-	matched bool
+	text        strings.Builder // everything decoded so far (up to the stop string when found)
+	sent        int             // bytes of text given to onText
+	ends        []int           // text length after each token
+	kept        int             // tokens before the cut (all, when no stop string was found)
+	matched     bool
+	matchedStop string // the stop string that cut the text
 }
 
 func newTextStream(tok *tokenizer.Tokenizer, o GenerateOptions, onText func(string)) *textStream {
@@ -101,7 +102,7 @@ func (ts *textStream) cut() {
 	}
 	s := ts.text.String()
 	from := max(0, ts.sent-ts.hold)
-	at, end := -1, 0
+	at, end, which := -1, 0, ""
 	for _, stop := range ts.stops {
 		for i := from; i <= len(s)-len(stop); {
 			j := strings.Index(s[i:], stop)
@@ -109,7 +110,7 @@ func (ts *textStream) cut() {
 				break
 			}
 			if k := ts.completedBy(i + j + len(stop)); k+1 >= ts.minTokens {
-				at, end, ts.kept = i+j, i+j+len(stop), k+1
+				at, end, ts.kept, which = i+j, i+j+len(stop), k+1, stop
 				break
 			}
 			i += j + 1
@@ -118,7 +119,7 @@ func (ts *textStream) cut() {
 	if at < 0 {
 		return
 	}
-	ts.matched = true
+	ts.matched, ts.matchedStop = true, which
 	ts.stopped.Store(true)
 	if ts.include {
 		at = end
