@@ -45,6 +45,10 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, rq *request, pref
 				}
 				err = errShuttingDown
 			}
+			if sh, ok := rp.(errorShaper); ok {
+				sh.writeError(w, err)
+				return
+			}
 			writeError(w, err)
 			return
 		}
@@ -58,15 +62,32 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, rq *request, pref
 	case err == errCancelled && s.hardStop.Err() == nil:
 		return
 	case err == errCancelled:
-		sw.sendError(errShuttingDown)
+		streamError(sw, rp, errShuttingDown)
 	case err != nil:
-		sw.sendError(err)
+		streamError(sw, rp, err)
 	default:
 		if rq.usage {
 			sw.send(rp.usageChunk(total(choices)))
 		}
-		sw.done()
+		if _, ok := rp.(errorShaper); !ok {
+			sw.done()
+		}
 	}
+}
+
+// errorShaper is a replier of an API whose errors have their own shape (Anthropic's), and
+// whose streams end without OpenAI's [DONE].
+type errorShaper interface {
+	writeError(w http.ResponseWriter, err error)
+	errorEvent(err error) any
+}
+
+func streamError(sw *sseWriter, rp replier, err error) {
+	if sh, ok := rp.(errorShaper); ok {
+		sw.send(sh.errorEvent(err))
+		return
+	}
+	sw.sendError(err)
 }
 
 func randomID() string { return fmt.Sprintf("%016x%016x", rand64(), rand64()) }

@@ -183,6 +183,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/completions", method("POST", s.handleCompletions))
 	mux.HandleFunc("/v1/chat/completions", method("POST", s.handleChat))
 	mux.HandleFunc("/v1/responses", method("POST", s.handleResponses))
+	mux.HandleFunc("/v1/messages", method("POST", s.handleMessages))
+	mux.HandleFunc("/v1/messages/count_tokens", method("POST", s.handleCountTokens))
 	mux.HandleFunc("/v1/responses/{id}", s.handleResponse)
 	mux.HandleFunc("/v1/models", method("GET", s.handleModels))
 	mux.HandleFunc("/v1/models/{id...}", method("GET", s.handleModel))
@@ -258,11 +260,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// authorized checks the bearer token in constant time.
+// authorized checks the bearer token (or Anthropic's x-api-key header) in constant time.
 func (s *Server) authorized(r *http.Request) bool {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		if key := r.Header.Get("X-Api-Key"); key != "" {
+			scheme, token, ok = "Bearer", key, true
+		} else {
+			return false
+		}
 	}
 	h := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	return subtle.ConstantTimeCompare(h[:], s.keyHash[:]) == 1

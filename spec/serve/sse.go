@@ -33,8 +33,14 @@ func startSSE(w http.ResponseWriter, cancel func()) *sseWriter {
 
 // send writes one event holding v as JSON.
 func (s *sseWriter) send(v any) {
-	if e, ok := v.(event); ok {
+	switch e := v.(type) {
+	case event:
 		s.sendEvent(e["type"].(string), e)
+		return
+	case multiEvent:
+		for _, one := range e {
+			s.sendEvent(one["type"].(string), one)
+		}
 		return
 	}
 	b, err := json.Marshal(v)
