@@ -1,6 +1,6 @@
-// Package serve is wspec's OpenAI-compatible HTTP server (`wspec serve`): /v1/completions and
-// /v1/chat/completions (streamed as server-sent events or whole), /v1/models, /health and
-// /metrics, on one engine whose scheduler batches the requests (continuous batching) and
+// Package serve is wspec's OpenAI-compatible HTTP server (`wspec serve`): /v1/completions,
+// /v1/chat/completions, /v1/responses and Anthropic's /v1/messages (streamed as server-sent
+// events or whole), /v1/models, /health and /metrics, on one engine whose scheduler batches the requests (continuous batching) and
 // speculates for them. Every request a client can send is validated before it reaches the
 // engine; what is wrong with it comes back as a 400 with OpenAI's error object. The guide is
 // docs/serving.md; this is the reference.
@@ -35,6 +35,10 @@
 //     server-sent events "data: {...}" ending in "data: [DONE]", with a last usage event when
 //     stream_options.include_usage is set. A streamed chat sends each choice's role first, then
 //     its text, then a chunk with its finish_reason (and, when asked, its logprobs).
+//   - POST /v1/responses, GET and DELETE /v1/responses/{id}: OpenAI's Responses API
+//     (responses.go), a chat request underneath; stored responses live in memory.
+//   - POST /v1/messages and POST /v1/messages/count_tokens: Anthropic's Messages API
+//     (messages.go), a chat request underneath, with Anthropic's errors and events.
 //   - GET /v1/models and GET /v1/models/{id}: the card names the drafter
 //     (speculative.method, num_speculative_tokens). A model the server does not serve is a
 //     404 not_found_error, as OpenAI and vLLM answer.
