@@ -94,7 +94,7 @@ func TestMessagesAPI(t *testing.T) {
 			continue
 		}
 		var ev struct {
-			Type  string `json:"type"`
+			Type  string                                  `json:"type"`
 			Delta struct{ Type, Text, StopReason string } `json:"delta"`
 		}
 		data, _ := strings.CutPrefix(lines[i+1], "data: ")
