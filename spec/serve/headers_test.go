@@ -248,7 +248,19 @@ func TestTokenizeDetokenize(t *testing.T) {
 		t.Errorf("/detokenize: %d %q %v", res.StatusCode, dr.Prompt, err)
 	}
 	res.Body.Close()
-	for _, c := range [][2]string{{"/tokenize", `{"model": "x", "prompt": "a"}`}, {"/detokenize", `{"tokens": [-1]}`}, {"/detokenize", `{"tokens": [5, null]}`}} {
+	// messages: rendered through the chat template, the chat request's own prompt tokens
+	msgs := `"messages": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Tell me a story."}]`
+	res = f.do(t, "POST", "/tokenize", `{`+msgs+`}`, nil)
+	tr = tokenizeReply{}
+	json.NewDecoder(res.Body).Decode(&tr)
+	res.Body.Close()
+	code, b := f.post(t, "/v1/chat/completions", `{`+msgs+`, "max_tokens": 1}`)
+	var cr chatReply
+	if code != 200 || json.Unmarshal(b, &cr) != nil || tr.Count == 0 || tr.Count != cr.Usage.PromptTokens {
+		t.Errorf("/tokenize with messages: %d tokens, the chat's prompt %d (%d %s)", tr.Count, cr.Usage.PromptTokens, code, b)
+	}
+	for _, c := range [][2]string{{"/tokenize", `{"model": "x", "prompt": "a"}`}, {"/detokenize", `{"tokens": [-1]}`}, {"/detokenize", `{"tokens": [5, null]}`},
+		{"/tokenize", `{"prompt": "a", ` + msgs + `}`}, {"/tokenize", `{"messages": []}`}} {
 		path, body := c[0], c[1]
 		res := f.do(t, "POST", path, body, nil)
 		if res.StatusCode/100 != 4 {

@@ -1,15 +1,26 @@
 package serve
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+)
 
 // POST /tokenize and /detokenize, as vLLM serves them: a prompt's token ids (and, when asked,
-// their pieces) with the model's context length; ids back to text.
+// their pieces) with the model's context length; ids back to text. With messages instead of a
+// prompt, the chat is rendered through the chat template as a chat request would be, and its
+// prompt's tokens are the answer.
 
 type tokenizeRequest struct {
 	Model            string  `json:"model"`
 	Prompt           *string `json:"prompt"`
 	AddSpecialTokens *bool   `json:"add_special_tokens"` // the tokenizer's BOS (default true)
 	ReturnTokenStrs  bool    `json:"return_token_strs"`
+	// vLLM's chat form: the messages and the template's inputs
+	Messages             json.RawMessage `json:"messages"`
+	AddGenerationPrompt  json.RawMessage `json:"add_generation_prompt"`
+	ContinueFinalMessage json.RawMessage `json:"continue_final_message"`
+	Tools                json.RawMessage `json:"tools"`
+	ChatTemplateKwargs   json.RawMessage `json:"chat_template_kwargs"`
 }
 
 type tokenizeReply struct {
@@ -38,12 +49,38 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	case req.Model != "" && req.Model != s.name:
 		writeError(w, modelNotFound(req.Model, s.name))
 		return
-	case req.Prompt == nil:
-		writeError(w, invalid("prompt", codeMissing, "prompt: required"))
+	case req.Prompt != nil && len(req.Messages) > 0:
+		writeError(w, invalid("messages", codeInvalidValue, "give prompt or messages, not both"))
+		return
+	case req.Prompt == nil && len(req.Messages) == 0:
+		writeError(w, invalid("prompt", codeMissing, "prompt (or messages): required"))
 		return
 	}
-	bos := s.tok.AddBOS() && (req.AddSpecialTokens == nil || *req.AddSpecialTokens)
-	ids := s.tok.Encode(*req.Prompt, bos)
+	var ids []int
+	if req.Prompt != nil {
+		bos := s.tok.AddBOS() && (req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+		ids = s.tok.Encode(*req.Prompt, bos)
+	} else {
+		body := map[string]any{"messages": req.Messages, "max_completion_tokens": 1, "tool_choice": "none"}
+		for k, v := range map[string]json.RawMessage{"add_generation_prompt": req.AddGenerationPrompt,
+			"continue_final_message": req.ContinueFinalMessage, "tools": req.Tools, "chat_template_kwargs": req.ChatTemplateKwargs} {
+			if len(v) > 0 {
+				body[k] = v
+			}
+		}
+		b, _ := json.Marshal(body)
+		var creq chatRequest
+		if err := json.Unmarshal(b, &creq); err != nil {
+			writeError(w, jsonError(err))
+			return
+		}
+		rq, err := s.chatRequest(r.Context(), &creq)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		ids = rq.prompts[0].Prompt
+	}
 	rep := tokenizeReply{Count: len(ids), MaxModelLen: s.maxSeq, Tokens: ids}
 	if req.ReturnTokenStrs {
 		for _, id := range ids {
