@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wspec/wspec/spec/holdback"
 	"github.com/wspec/wspec/weights/tokenizer"
 )
 
@@ -19,7 +20,7 @@ type textStream struct {
 	minTokens int  // a stop string counts once the token completing it is the minTokens-th or later
 	include   bool // the stop string stays in the text
 	onText    func(string)
-	hold      int // bytes held back: the longest stop string, less one
+	hold      int // how far back a stop string may start in text already passed on: the longest, less one
 
 	mu      sync.Mutex
 	pending []int
@@ -83,7 +84,8 @@ func (ts *textStream) flush(final bool) {
 	}
 	upto := ts.text.Len()
 	if !final && !ts.matched {
-		upto = max(ts.sent, upto-ts.hold)
+		// what could still become a stop string is held back (a prefix of one at the end)
+		upto = max(ts.sent, upto-holdback.Any(ts.text.String(), ts.stops))
 	}
 	if upto > ts.sent {
 		if ts.onText != nil {

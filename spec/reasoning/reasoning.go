@@ -5,7 +5,11 @@
 // whose thinking never closes is reasoning to its end, whole and streamed alike.
 package reasoning
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/wspec/wspec/spec/holdback"
+)
 
 const (
 	open  = "<think>"
@@ -67,7 +71,7 @@ func (s *Stream) Push(text string) (reasoning, content string) {
 				s.state, text = answering, text[i+len(close):]
 				continue
 			}
-			keep := partialSuffix(text, close)
+			keep := holdback.Partial(text, close)
 			s.pending = text[len(text)-keep:]
 			return reasoning + text[:len(text)-keep], content
 		case answering:
@@ -85,14 +89,4 @@ func (s *Stream) Finish() (reasoning, content string) {
 		return rest, ""
 	}
 	return "", rest
-}
-
-// partialSuffix is the length of the longest suffix of text that is a proper prefix of marker.
-func partialSuffix(text, marker string) int {
-	for n := min(len(marker)-1, len(text)); n > 0; n-- {
-		if strings.HasSuffix(text, marker[:n]) {
-			return n
-		}
-	}
-	return 0
 }

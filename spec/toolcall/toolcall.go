@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/wspec/wspec/spec/holdback"
 )
 
 // Call is one function call: the function's name and its arguments as a JSON object's text.
@@ -100,7 +102,7 @@ func (s *Stream) Push(text string) (content string, calls []Call) {
 		s.calls.WriteString(text[i:])
 		return text[:i], s.early()
 	}
-	keep := partialSuffix(text, s.f.start)
+	keep := holdback.Partial(text, s.f.start)
 	s.pending = text[len(text)-keep:]
 	return text[:len(text)-keep], nil
 }
@@ -168,16 +170,6 @@ func (s *Stream) Finish() (content string, calls []Call) {
 		return text, nil
 	}
 	return "", calls
-}
-
-// partialSuffix is the length of the longest suffix of text that is a proper prefix of marker.
-func partialSuffix(text, marker string) int {
-	for n := min(len(marker)-1, len(text)); n > 0; n-- {
-		if strings.HasSuffix(text, marker[:n]) {
-			return n
-		}
-	}
-	return 0
 }
 
 // callJSON is a call as the formats write it; arguments may be "arguments" or "parameters".
