@@ -95,9 +95,7 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *topP == 0 {
-		*topP = engine.SmallestTopP
-	}
+	*topP = engine.APITopP(*topP)
 	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, IgnoreEOS: *ignoreEOS, OnText: func(s string) { fmt.Print(s) },
 		Sampling: engine.Sampling{Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed, MinP: *minP,
 			PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition}}

@@ -119,6 +119,15 @@ type GenerateOptions struct {
 // subnormals to zero, which would turn the nucleus off.)
 const SmallestTopP = 1e-30
 
+// APITopP is a top_p as the OpenAI API, the CLI and the browser API take it: 0 is the
+// likeliest token alone (SmallestTopP), not "off" as the zero value of Sampling.TopP is.
+func APITopP(p float32) float32 {
+	if p == 0 {
+		return SmallestTopP
+	}
+	return p
+}
+
 // Limits of a request's options.
 const (
 	MaxStops        = 16  // stop strings

@@ -76,8 +76,8 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 			*fl.dst = float32(*fl.v)
 		}
 	}
-	if f.TopP != nil && *f.TopP == 0 {
-		o.TopP = engine.SmallestTopP // OpenAI's top_p 0: the likeliest token alone, not "off"
+	if f.TopP != nil {
+		o.TopP = engine.APITopP(o.TopP)
 	}
 	if f.TopK != nil {
 		o.TopK = *f.TopK

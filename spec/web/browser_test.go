@@ -206,7 +206,7 @@ func TestBrowserMatchesNative(t *testing.T) {
 	for _, mode := range []string{"", "ngram", "suffix", "draft_model", "eagle", "eagle3", "medusa"} {
 		fixed := "" // with a method: drafts of k = 4 at every step, paying or not, so that every verify path runs
 		if mode != "" {
-			fixed = `, "fixed_speculation": true`
+			fixed = `, "speculative": {"fixed": true}`
 		}
 		runs := []run{{opts: `{"max_tokens": 24` + fixed + `}`}}
 		if mode == "" || mode == "eagle" {

@@ -33,8 +33,8 @@
 //	await engine.close();                                       // frees the GPU memory
 //
 // generate's options are vLLM's sampling names (max_tokens 256, temperature 0, top_p, top_k,
-// min_p, seed, stop, ignore_eos, the penalties, num_speculative_tokens, fixed_speculation,
-// no_speculation, structured_outputs: {json | regex | choice | grammar | json_object} as vLLM
+// min_p, seed, stop, ignore_eos, the penalties, speculative: {num_speculative_tokens (0:
+// none), fixed} as wspec serve takes it, structured_outputs: {json | regex | choice | grammar | json_object} as vLLM
 // spells it; GenerateRequest), signal (an AbortSignal) and onStep (each step's rows,
 // drafts and accepted drafts); an unknown name or a value out of range rejects with the
 // engine's message. load's engine option takes engine arguments by vLLM's names (dtype,

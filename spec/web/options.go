@@ -12,20 +12,24 @@ import (
 // GenerateRequest is generate()'s options, with the names of vLLM's sampling parameters. The
 // defaults are `wspec generate`'s: greedy, 256 tokens at most, seed 0.
 type GenerateRequest struct {
-	MaxTokens            *int     `json:"max_tokens"`
-	Temperature          float32  `json:"temperature"`
-	TopP                 *float32 `json:"top_p"`
-	TopK                 int      `json:"top_k"`
-	MinP                 float32  `json:"min_p"`
-	Seed                 uint64   `json:"seed"`
-	Stop                 []string `json:"stop"`
-	IgnoreEOS            bool     `json:"ignore_eos"`
-	PresencePenalty      float32  `json:"presence_penalty"`
-	FrequencyPenalty     float32  `json:"frequency_penalty"`
-	RepetitionPenalty    *float32 `json:"repetition_penalty"`
-	NumSpeculativeTokens int      `json:"num_speculative_tokens"`
-	FixedSpeculation     bool     `json:"fixed_speculation"` // draft k every step, paying or not
-	NoSpeculation        bool     `json:"no_speculation"`
+	MaxTokens         *int     `json:"max_tokens"`
+	Temperature       float32  `json:"temperature"`
+	TopP              *float32 `json:"top_p"`
+	TopK              int      `json:"top_k"`
+	MinP              float32  `json:"min_p"`
+	Seed              uint64   `json:"seed"`
+	Stop              []string `json:"stop"`
+	IgnoreEOS         bool     `json:"ignore_eos"`
+	PresencePenalty   float32  `json:"presence_penalty"`
+	FrequencyPenalty  float32  `json:"frequency_penalty"`
+	RepetitionPenalty *float32 `json:"repetition_penalty"`
+	// Speculative is the server's per-request "speculative": num_speculative_tokens 0 turns
+	// speculation off, 1..15 caps the drafts a step; fixed drafts that many every step,
+	// paying or not.
+	Speculative *struct {
+		NumSpeculativeTokens *int `json:"num_speculative_tokens"`
+		Fixed                bool `json:"fixed"`
+	} `json:"speculative"`
 	// StructuredOutputs is vLLM's structured_outputs: one of json (a schema object), regex,
 	// choice, grammar (GBNF), json_object.
 	StructuredOutputs *grammar.StructuredOutputs `json:"structured_outputs"`
@@ -39,15 +43,22 @@ func generateOptions(s string) (engine.GenerateOptions, error) {
 		return engine.GenerateOptions{}, fmt.Errorf("generate options: %w", err)
 	}
 	o := engine.GenerateOptions{MaxTokens: 256, Stop: r.Stop, IgnoreEOS: r.IgnoreEOS,
-		NumSpeculativeTokens: r.NumSpeculativeTokens, FixedSpeculation: r.FixedSpeculation, NoSpeculation: r.NoSpeculation,
 		Sampling: engine.Sampling{Temperature: r.Temperature, TopP: 1, TopK: r.TopK, MinP: r.MinP, Seed: r.Seed,
 			PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, RepetitionPenalty: 1}}
 	if r.MaxTokens != nil {
 		o.MaxTokens = *r.MaxTokens
 	}
 	if r.TopP != nil {
-		if o.TopP = *r.TopP; o.TopP == 0 {
-			o.TopP = engine.SmallestTopP // as the CLI and the OpenAI API mean it: the likeliest token alone
+		o.TopP = engine.APITopP(*r.TopP)
+	}
+	if sp := r.Speculative; sp != nil {
+		o.FixedSpeculation = sp.Fixed
+		switch {
+		case sp.NumSpeculativeTokens == nil:
+		case *sp.NumSpeculativeTokens == 0:
+			o.NoSpeculation = true
+		default:
+			o.NumSpeculativeTokens = *sp.NumSpeculativeTokens
 		}
 	}
 	if r.RepetitionPenalty != nil {

@@ -24,7 +24,7 @@ func TestGenerateOptions(t *testing.T) {
 	if err != nil || o.MaxTokens != 256 || o.Temperature != 0 || o.TopP != 1 || o.RepetitionPenalty != 1 || o.Seed != 0 {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
-	o, err = generateOptions(`{"max_tokens": 8, "temperature": 0.7, "top_p": 0, "seed": 3, "stop": ["."], "fixed_speculation": true, "repetition_penalty": 1.2}`)
+	o, err = generateOptions(`{"max_tokens": 8, "temperature": 0.7, "top_p": 0, "seed": 3, "stop": ["."], "speculative": {"fixed": true}, "repetition_penalty": 1.2}`)
 	if err != nil || o.MaxTokens != 8 || o.Temperature != 0.7 || o.TopP != engine.SmallestTopP || o.Seed != 3 ||
 		len(o.Stop) != 1 || !o.FixedSpeculation || o.RepetitionPenalty != 1.2 {
 		t.Fatalf("set: %+v, %v", o, err)

@@ -161,8 +161,8 @@ export class Engine {
 
   // generate yields the text after prompt as it is generated. Options by vLLM's names
   // (max_tokens 256, temperature 0, top_p, top_k, min_p, seed, stop, ignore_eos, the
-  // penalties, num_speculative_tokens, fixed_speculation: draft k tokens every step rather
-  // as far as drafts pay, no_speculation); onStep(step) is told each step's
+  // penalties, speculative: {num_speculative_tokens (0: none), fixed: draft k tokens every
+  // step rather than as far as drafts pay}, as the server takes it); onStep(step) is told each step's
   // rows, drafts and accepted drafts; signal (an AbortSignal) stops it.
   async *generate(prompt, options = {}) {
     const {onStep, signal, ...opts} = options;
