@@ -63,7 +63,7 @@ func addVLLMFlags(fs *pflag.FlagSet) *vllmFlags {
 	v.maxLogprobs = fs.Int("max-logprobs", engine.MaxTopLogprobs, "most logprobs or top_logprobs a request may ask for")
 	v.toolCallParser = fs.String("tool-call-parser", "", "read tool calls out of replies: "+strings.Join(toolcall.Parsers(), ", "))
 	v.enableAutoToolChoice = fs.Bool("enable-auto-tool-choice", false, "let requests use tool_choice \"auto\" (needs --tool-call-parser)")
-	v.reasoningParser = fs.String("reasoning-parser", "", "split replies into reasoning_content and content: "+strings.Join(reasoning.Parsers, ", "))
+	v.reasoningParser = fs.String("reasoning-parser", "", "split replies into reasoning_content and content: "+strings.Join(reasoning.Parsers(), ", "))
 	for _, p := range []struct{ name, short string }{{"tensor-parallel-size", "tp"}, {"pipeline-parallel-size", "pp"}, {"data-parallel-size", "dp"}} {
 		v.parallel[p.name] = fs.Int(p.name, 1, "vLLM's "+p.name+": 1 (wspec runs on one device)")
 		fs.Lookup(p.name).Hidden = true
@@ -155,7 +155,7 @@ func (v *vllmFlags) apply(notes io.Writer, model, repo string, eo *engine.Option
 		return fmt.Errorf("--enable-auto-tool-choice needs --tool-call-parser (one of %s)", strings.Join(toolcall.Parsers(), ", "))
 	}
 	if p := *v.reasoningParser; p != "" && !reasoning.Valid(p) {
-		return fmt.Errorf("--reasoning-parser %q: want one of %s", p, strings.Join(reasoning.Parsers, ", "))
+		return fmt.Errorf("--reasoning-parser %q: want one of %s", p, strings.Join(reasoning.Parsers(), ", "))
 	}
 	sc.ToolCallParser, sc.EnableAutoToolChoice, sc.ReasoningParser = *v.toolCallParser, *v.enableAutoToolChoice, *v.reasoningParser
 	return nil

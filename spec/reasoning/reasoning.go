@@ -12,12 +12,12 @@ import (
 )
 
 const (
-	open  = "<think>"
-	close = "</think>"
+	openTag  = "<think>"
+	closeTag = "</think>"
 )
 
-// Parsers are the parsers' names.
-var Parsers = []string{"deepseek_r1", "qwen3"}
+// Parsers are the parsers' names, sorted.
+func Parsers() []string { return []string{"deepseek_r1", "qwen3"} }
 
 // Valid says whether name is a parser.
 func Valid(name string) bool { return name == "qwen3" || name == "deepseek_r1" }
@@ -55,9 +55,9 @@ func (s *Stream) Push(text string) (reasoning, content string) {
 		case before:
 			t := strings.TrimLeft(text, " \t\r\n")
 			switch {
-			case strings.HasPrefix(t, open):
-				s.state, text = thinking, t[len(open):]
-			case t == "" || strings.HasPrefix(open, t):
+			case strings.HasPrefix(t, openTag):
+				s.state, text = thinking, t[len(openTag):]
+			case t == "" || strings.HasPrefix(openTag, t):
 				s.pending = text // blank, or maybe <think> cut short
 				return reasoning, content
 			case s.opened:
@@ -66,12 +66,12 @@ func (s *Stream) Push(text string) (reasoning, content string) {
 				s.state = answering
 			}
 		case thinking:
-			if i := strings.Index(text, close); i >= 0 {
+			if i := strings.Index(text, closeTag); i >= 0 {
 				reasoning += text[:i]
-				s.state, text = answering, text[i+len(close):]
+				s.state, text = answering, text[i+len(closeTag):]
 				continue
 			}
-			keep := holdback.Partial(text, close)
+			keep := holdback.Partial(text, closeTag)
 			s.pending = text[len(text)-keep:]
 			return reasoning + text[:len(text)-keep], content
 		case answering:

@@ -42,7 +42,7 @@ func (s *Scheduler) Run() {
 			}
 		}
 		running = s.reap(running)
-		waiting = s.reapWaiting(waiting)
+		waiting = s.reap(waiting)
 		waiting, running = s.admit(waiting, running)
 		waiting, running = s.step(waiting, running)
 		s.mu.Lock()
@@ -51,20 +51,9 @@ func (s *Scheduler) Run() {
 	}
 }
 
-// reap ends the running jobs whose context is cancelled.
-func (s *Scheduler) reap(running []*job) []*job {
-	return slices.DeleteFunc(running, func(j *job) bool {
-		if j.req.Ctx.Err() == nil {
-			return false
-		}
-		s.finish(j, spec.FinishCancelled, nil)
-		return true
-	})
-}
-
-// reapWaiting ends the queued jobs whose context is cancelled.
-func (s *Scheduler) reapWaiting(waiting []*job) []*job {
-	return slices.DeleteFunc(waiting, func(j *job) bool {
+// reap ends the jobs, running or queued, whose context is cancelled.
+func (s *Scheduler) reap(jobs []*job) []*job {
+	return slices.DeleteFunc(jobs, func(j *job) bool {
 		if j.req.Ctx.Err() == nil {
 			return false
 		}

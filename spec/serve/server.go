@@ -161,7 +161,7 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 		return nil, fmt.Errorf("automatic tool choice needs a tool call parser (one of %s)", strings.Join(toolcall.Parsers(), ", "))
 	}
 	if c.ReasoningParser != "" && !reasoning.Valid(c.ReasoningParser) {
-		return nil, fmt.Errorf("reasoning parser %q: want one of %s", c.ReasoningParser, strings.Join(reasoning.Parsers, ", "))
+		return nil, fmt.Errorf("reasoning parser %q: want one of %s", c.ReasoningParser, strings.Join(reasoning.Parsers(), ", "))
 	}
 	if s.tpl, err = chat.New(src, origin, bos, eos, tok.AddBOS()); err != nil {
 		return nil, err
