@@ -189,10 +189,33 @@ func (c *chatReplier) start(sw *sseWriter) {
 func (c *chatReplier) text(sw *sseWriter, ch *choice, text string) {
 	thought, content, calls := c.outs[ch.index].push(text)
 	c.send(sw, ch.index, thought, content, calls)
+	o := c.outs[ch.index]
+	for n, p := range o.partials() {
+		if n >= o.sent && p.Name != "" { // calls complete were sent whole by send
+			c.sendCall(sw, ch.index, n, p.Name, p.Args)
+		}
+	}
 }
 
-// send streams a choice's new reasoning, content and calls: each call as two deltas, the
-// first with its index, id, type, name and empty arguments, the second with the arguments.
+// sendCall streams what call n of a choice adds: the first time, a delta with its index, id,
+// type, name and empty arguments; then its arguments as they grow, as OpenAI and vLLM stream
+// them (the pieces add up to the whole call's arguments).
+func (c *chatReplier) sendCall(sw *sseWriter, index, n int, name, args string) {
+	head, more := c.outs[index].callDelta(n, args)
+	if head {
+		h := toolCallOut{Index: &n, ID: c.s.toolCallID(), Type: "function"}
+		h.Function.Name = name
+		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: chatDelta{ToolCalls: []toolCallOut{h}}}))
+	}
+	if more != "" {
+		a := toolCallOut{Index: &n}
+		a.Function.Arguments = more
+		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: chatDelta{ToolCalls: []toolCallOut{a}}}))
+	}
+}
+
+// send streams a choice's new reasoning, content and complete calls (what of each call its
+// stream has not sent yet).
 func (c *chatReplier) send(sw *sseWriter, index int, thought, content string, calls []toolcall.Call) {
 	if thought != "" || content != "" {
 		d := chatDelta{}
@@ -207,12 +230,7 @@ func (c *chatReplier) send(sw *sseWriter, index int, thought, content string, ca
 	for _, call := range calls {
 		n := c.outs[index].sent
 		c.outs[index].sent++
-		head := toolCallOut{Index: &n, ID: c.s.toolCallID(), Type: "function"}
-		head.Function.Name = call.Name
-		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: chatDelta{ToolCalls: []toolCallOut{head}}}))
-		args := toolCallOut{Index: &n}
-		args.Function.Arguments = call.Arguments
-		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: chatDelta{ToolCalls: []toolCallOut{args}}}))
+		c.sendCall(sw, index, n, call.Name, call.Arguments)
 	}
 }
 

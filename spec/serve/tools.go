@@ -104,7 +104,42 @@ type chatOutput struct {
 	reason *reasoning.Stream // nil without --reasoning-parser
 	tools  *toolcall.Stream  // toolsAuto
 	forced strings.Builder   // toolsRequired, toolsNamed: the whole text, read at the end
-	sent   int               // calls streamed so far (the next call's index)
+	sent   int               // calls complete and sent so far (the next call's index)
+	// streamed is what each call's stream has sent: its head, its arguments' text so far
+	streamed []streamedCall
+}
+
+type streamedCall struct {
+	head bool
+	args string
+}
+
+// partials are the calls written so far, for streaming them as they are written (nil with
+// tool calls off).
+func (o *chatOutput) partials() []toolcall.Partial {
+	switch o.plan.mode {
+	case toolsAuto:
+		return o.tools.Partials()
+	case toolsRequired:
+		return toolcall.PartialRequired(o.forced.String())
+	case toolsNamed:
+		return []toolcall.Partial{toolcall.PartialNamed(o.plan.named, o.forced.String())}
+	}
+	return nil
+}
+
+// callDelta is what call n adds to what its stream sent: whether its head (name) is new, and
+// its arguments' new text. args that do not continue what was sent add nothing.
+func (o *chatOutput) callDelta(n int, args string) (head bool, more string) {
+	for len(o.streamed) <= n {
+		o.streamed = append(o.streamed, streamedCall{})
+	}
+	st := &o.streamed[n]
+	head, st.head = !st.head, true
+	if rest, ok := strings.CutPrefix(args, st.args); ok {
+		more, st.args = rest, args
+	}
+	return head, more
 }
 
 func (s *Server) newChatOutput(plan *toolPlan) *chatOutput {

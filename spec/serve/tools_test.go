@@ -43,6 +43,7 @@ type chatResult struct {
 	content, reasoning *string
 	calls              []toolCallOut
 	finish             string
+	pieces             []int // streamed: each call's argument deltas
 }
 
 // chatOnce posts a chat request and returns its first choice; streamed, it joins the deltas
@@ -60,7 +61,7 @@ func chatOnce(t *testing.T, f *fixture, body map[string]any, stream bool) chatRe
 			t.Fatal(err)
 		}
 		c := reply.Choices[0]
-		return chatResult{c.Message.Content, c.Message.ReasoningContent, c.Message.ToolCalls, c.FinishReason}
+		return chatResult{content: c.Message.Content, reasoning: c.Message.ReasoningContent, calls: c.Message.ToolCalls, finish: c.FinishReason}
 	}
 	body["stream"] = true
 	events, done := f.stream(t, context.Background(), "/v1/chat/completions", mustJSON(t, body))
@@ -94,8 +95,10 @@ func chatOnce(t *testing.T, f *fixture, body map[string]any, stream bool) chatRe
 					t.Fatalf("a call's first delta without id, type or name: %s", e)
 				}
 				r.calls = append(r.calls, d)
+				r.pieces = append(r.pieces, 0)
 			case *d.Index == len(r.calls)-1 && d.ID == "":
 				r.calls[*d.Index].Function.Arguments += d.Function.Arguments
+				r.pieces[*d.Index]++
 			default:
 				t.Fatalf("tool call delta out of order: %s", e)
 			}
@@ -220,5 +223,31 @@ func TestToolHistoryAndUnknownFields(t *testing.T) {
 	}
 	if w := toolWarnings.String(); !strings.Contains(w, `ignoring unknown request fields "temprature"`) {
 		t.Errorf("warnings: %q", w)
+	}
+}
+
+// A streamed call's arguments arrive in pieces as the model writes them (OpenAI's and vLLM's
+// streaming), forced by a named choice, by "required", and read by the hermes parser; the
+// pieces add up to the arguments of the same reply unstreamed.
+func TestToolCallArgumentsStreamAsWritten(t *testing.T) {
+	f := toolServer(t)
+	var weather map[string]any
+	json.Unmarshal([]byte(weatherTool), &weather)
+	hermes := `<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "(Paris|Rome)", "days": [1-7]\}\}\n</tool_call>`
+	for name, body := range map[string]map[string]any{
+		"named":    {"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}},
+		"required": {"tool_choice": "required", "parallel_tool_calls": false},
+		"hermes":   {"structured_outputs": map[string]any{"regex": hermes}},
+	} {
+		body["messages"] = []map[string]any{{"role": "user", "content": "What is the weather in Paris?"}}
+		body["tools"], body["max_tokens"], body["temperature"], body["seed"] = []any{weather}, 120, 1, 4
+		whole := chatOnce(t, f, body, false)
+		streamed := chatOnce(t, f, body, true)
+		if len(whole.calls) != 1 || len(streamed.calls) != 1 || streamed.calls[0].Function.Arguments != whole.calls[0].Function.Arguments {
+			t.Fatalf("%s: streamed %+v, whole %+v", name, streamed.calls, whole.calls)
+		}
+		if streamed.pieces[0] < 3 {
+			t.Errorf("%s: the arguments %s came in %d pieces", name, whole.calls[0].Function.Arguments, streamed.pieces[0])
+		}
 	}
 }
