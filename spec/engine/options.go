@@ -119,6 +119,20 @@ type GenerateOptions struct {
 // subnormals to zero, which would turn the nucleus off.)
 const SmallestTopP = 1e-30
 
+// Speculate sets the request's speculation as the APIs' "speculative" object gives it:
+// num_speculative_tokens nil (the engine's k), 0 (none) or a cap on the drafts a step; fixed
+// drafts that many every step, paying or not.
+func (o *GenerateOptions) Speculate(k *int, fixed bool) {
+	o.FixedSpeculation = fixed
+	switch {
+	case k == nil:
+	case *k == 0:
+		o.NoSpeculation = true
+	default:
+		o.NumSpeculativeTokens = *k
+	}
+}
+
 // APITopP is a top_p as the OpenAI API, the CLI and the browser API take it: 0 is the
 // likeliest token alone (SmallestTopP), not "off" as the zero value of Sampling.TopP is.
 func APITopP(p float32) float32 {

@@ -42,6 +42,16 @@ var chatRoles = map[string]bool{"system": true, "developer": true, "user": true,
 var templateReserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
 	"continue_final_message": true, "bos_token": true, "eos_token": true, "raise_exception": true, "strftime_now": true}
 
+// chatFromBody is chatRequest of a chat completions body another endpoint built (the
+// Responses and Messages APIs, /tokenize with messages).
+func (s *Server) chatFromBody(ctx context.Context, body []byte) (*request, error) {
+	var creq chatRequest
+	if err := json.Unmarshal(body, &creq); err != nil {
+		return nil, jsonError(err)
+	}
+	return s.chatRequest(ctx, &creq)
+}
+
 // chatRequest validates a chat request and renders its prompt (until ctx ends).
 func (s *Server) chatRequest(ctx context.Context, req *chatRequest) (*request, error) {
 	done := ctx.Done()

@@ -102,11 +102,7 @@ func (s *Server) messagesChat(r *http.Request, req *messagesRequest) (*request, 
 	if err != nil {
 		return nil, err
 	}
-	var creq chatRequest
-	if err := json.Unmarshal(body, &creq); err != nil {
-		return nil, jsonError(err)
-	}
-	return s.chatRequest(r.Context(), &creq)
+	return s.chatFromBody(r.Context(), body)
 }
 
 func (s *Server) messagesToChat(req *messagesRequest) ([]byte, error) {
@@ -187,8 +183,14 @@ func isNilPtr(v any) bool {
 	return v == nil
 }
 
-// systemText is system as one string: a string, or its text blocks joined.
+// systemText is system as one string: a string, or its text blocks joined by newlines.
 func systemText(raw json.RawMessage) (string, error) {
+	return blocksText(raw, "\n", "system", "system")
+}
+
+// blocksText reads a string, or a list of text blocks joined by sep; anything else is a 400
+// for param, naming the place at.
+func blocksText(raw json.RawMessage, sep, param, at string) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -198,15 +200,15 @@ func systemText(raw json.RawMessage) (string, error) {
 	}
 	var blocks []anthropicBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", invalid("system", codeInvalidType, "system: want a string or a list of text blocks")
+		return "", invalid(param, codeInvalidType, "%s: want a string or a list of text blocks", at)
 	}
 	var b bytes.Buffer
-	for i, bl := range blocks {
+	for k, bl := range blocks {
 		if bl.Type != "text" {
-			return "", invalid("system", codeInvalidValue, "system.%d.type %q: only text blocks", i, bl.Type)
+			return "", invalid(param, codeUnsupported, "%s.%d.type %q: only text blocks", at, k, bl.Type)
 		}
-		if i > 0 {
-			b.WriteString("\n")
+		if k > 0 {
+			b.WriteString(sep)
 		}
 		b.WriteString(bl.Text)
 	}
@@ -270,54 +272,14 @@ func anthropicMessages(m anthropicMsg, i int) ([]any, error) {
 
 // toolResultText is a tool_result's content as text: a string, or its text blocks joined.
 func toolResultText(raw json.RawMessage, i, j int) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", invalid("messages", codeInvalidType, "messages.%d.content.%d.content: want a string or text blocks", i, j)
-	}
-	var b bytes.Buffer
-	for _, bl := range blocks {
-		if bl.Type != "text" {
-			return "", invalid("messages", codeUnsupported, "messages.%d.content.%d: only text in a tool_result", i, j)
-		}
-		b.WriteString(bl.Text)
-	}
-	return b.String(), nil
+	return blocksText(raw, "", "messages", fmt.Sprintf("messages.%d.content.%d.content", i, j))
 }
 
 // anthropicTools turns {"name", "description", "input_schema"} tools into chat's; server
 // tools (web search, code execution, ...) are refused.
 func anthropicTools(tools []json.RawMessage) ([]any, error) {
-	var out []any
-	for i, raw := range tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, invalid("tools", codeInvalidType, "tools.%d: want an object", i)
-		}
-		if t.Type != "" && t.Type != "custom" {
-			return nil, invalid("tools", codeUnsupported, "tools.%d.type %q: only custom tools (server tools run on Anthropic's servers)", i, t.Type)
-		}
-		if t.Name == "" {
-			return nil, invalid("tools", codeMissing, "tools.%d.name: required", i)
-		}
-		fn := map[string]any{"name": t.Name, "description": t.Description}
-		if len(t.InputSchema) > 0 {
-			fn["parameters"] = t.InputSchema
-		}
-		out = append(out, map[string]any{"type": "function", "function": fn})
-	}
-	return out, nil
+	return toChatTools(tools, "input_schema", func(typ string) bool { return typ == "" || typ == "custom" },
+		"only custom tools (server tools run on Anthropic's servers)", "tools.%d")
 }
 
 // writeAnthropicError writes err as Anthropic's error object with the status it carries.

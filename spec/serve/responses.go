@@ -84,12 +84,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var creq chatRequest
-	if err := json.Unmarshal(chatBody, &creq); err != nil {
-		writeError(w, jsonError(err))
-		return
-	}
-	rq, err := s.chatRequest(r.Context(), &creq)
+	rq, err := s.chatFromBody(r.Context(), chatBody)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -288,27 +283,33 @@ func inputContent(raw json.RawMessage, i int) (string, error) {
 // chatTools turns Responses function tools ({"type": "function", "name": ...}) into chat's
 // ({"type": "function", "function": {...}}); a hosted tool is refused by name.
 func chatTools(tools []json.RawMessage) ([]any, error) {
+	return toChatTools(tools, "parameters", func(typ string) bool { return typ == "function" },
+		"only function tools are supported (hosted tools such as web_search and file_search run on OpenAI's servers)", "tools[%d]")
+}
+
+// toChatTools turns tools that name themselves at the top ({"name", "description", and the
+// parameters' schema under schemaKey}) into chat's; a tool whose type ok refuses is refused
+// with why. at formats a tool's place in errors.
+func toChatTools(tools []json.RawMessage, schemaKey string, ok func(typ string) bool, why, at string) ([]any, error) {
 	var out []any
 	for i, raw := range tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		}
+		var t map[string]json.RawMessage
+		var typ, name, desc string
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, invalid("tools", codeInvalidType, "tools[%d]: want an object", i)
+			return nil, invalid("tools", codeInvalidType, at+": want an object", i)
 		}
-		if t.Type != "function" {
-			return nil, invalid("tools", codeUnsupported, "tools[%d].type %q: only function tools are supported (hosted tools such as web_search and file_search run on OpenAI's servers)", i, t.Type)
+		json.Unmarshal(t["type"], &typ)
+		json.Unmarshal(t["name"], &name)
+		json.Unmarshal(t["description"], &desc)
+		if !ok(typ) {
+			return nil, invalid("tools", codeUnsupported, at+".type %q: %s", i, typ, why)
 		}
-		if t.Name == "" {
-			return nil, invalid("tools", codeMissing, "tools[%d].name: required", i)
+		if name == "" {
+			return nil, invalid("tools", codeMissing, at+".name: required", i)
 		}
-		fn := map[string]any{"name": t.Name, "description": t.Description}
-		if len(t.Parameters) > 0 {
-			fn["parameters"] = t.Parameters
+		fn := map[string]any{"name": name, "description": desc}
+		if p := t[schemaKey]; len(p) > 0 && string(p) != "null" {
+			fn["parameters"] = p
 		}
 		out = append(out, map[string]any{"type": "function", "function": fn})
 	}

@@ -69,12 +69,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		b, _ := json.Marshal(body)
-		var creq chatRequest
-		if err := json.Unmarshal(b, &creq); err != nil {
-			writeError(w, jsonError(err))
-			return
-		}
-		rq, err := s.chatRequest(r.Context(), &creq)
+		rq, err := s.chatFromBody(r.Context(), b)
 		if err != nil {
 			writeError(w, err)
 			return

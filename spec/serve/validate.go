@@ -109,14 +109,7 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		rq.params["structured_outputs"] = param
 	}
 	if sp := f.Speculative; sp != nil {
-		o.FixedSpeculation = sp.Fixed
-		switch {
-		case sp.NumSpeculativeTokens == nil:
-		case *sp.NumSpeculativeTokens == 0:
-			o.NoSpeculation = true
-		default:
-			o.NumSpeculativeTokens = *sp.NumSpeculativeTokens
-		}
+		o.Speculate(sp.NumSpeculativeTokens, sp.Fixed)
 	}
 	return rq, o, nil
 }

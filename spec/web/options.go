@@ -52,14 +52,7 @@ func generateOptions(s string) (engine.GenerateOptions, error) {
 		o.TopP = engine.APITopP(*r.TopP)
 	}
 	if sp := r.Speculative; sp != nil {
-		o.FixedSpeculation = sp.Fixed
-		switch {
-		case sp.NumSpeculativeTokens == nil:
-		case *sp.NumSpeculativeTokens == 0:
-			o.NoSpeculation = true
-		default:
-			o.NumSpeculativeTokens = *sp.NumSpeculativeTokens
-		}
+		o.Speculate(sp.NumSpeculativeTokens, sp.Fixed)
 	}
 	if r.RepetitionPenalty != nil {
 		o.RepetitionPenalty = *r.RepetitionPenalty
