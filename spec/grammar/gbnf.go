@@ -255,6 +255,10 @@ func (p *gbnfParser) char() (rune, error) {
 			return 0, p.errf("%d hex digits", n)
 		}
 		p.pos += n
+		if !utf8.ValidRune(rune(v)) || v > utf8.MaxRune {
+			return 0, fmt.Errorf("%w: GBNF line %d: \\%c%s names no character (past U+10FFFF, or a surrogate)", ErrInvalid,
+				1+strings.Count(p.src[:p.pos], "\n"), c, p.src[p.pos-n:p.pos])
+		}
 		return rune(v), nil
 	}
 	return rune(c), nil

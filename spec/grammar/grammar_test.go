@@ -222,3 +222,21 @@ func TestSchemaLargeIntegerBounds(t *testing.T) {
 		}
 	}
 }
+
+// An expression or grammar whose language is empty, or that names no character, is refused
+// when it compiles: nothing could be written under it.
+func TestEmptyLanguagesRefused(t *testing.T) {
+	for _, s := range []Spec{
+		{Kind: Regex, Text: `a$b`}, {Kind: Regex, Text: `a^b`}, {Kind: Regex, Text: `(x|yz)\Aq`},
+		{Kind: GBNF, Text: `root ::= "\UFFFFFFFF"`}, {Kind: GBNF, Text: `root ::= "\uD800"`}, {Kind: GBNF, Text: `root ::= [\U00110000-\U00110001]`},
+	} {
+		if _, err := Compile(s, testVocab()); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s %q: %v, want ErrInvalid", s.Kind, s.Text, err)
+		}
+	}
+	for _, re := range []string{`^ab$`, `\Aab\z`, `(^a|b)c`, `a*$`, `^$`} {
+		if _, err := Compile(Spec{Kind: Regex, Text: re}, testVocab()); err != nil {
+			t.Errorf("%q: %v", re, err)
+		}
+	}
+}

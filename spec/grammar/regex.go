@@ -20,6 +20,9 @@ func regexNode(re string, inJSON bool) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: regular expression %q: %v", ErrInvalid, re, err)
 	}
+	if err := anchorsHold(p); err != nil {
+		return nil, fmt.Errorf("regular expression %q: %w", re, err)
+	}
 	n, err := fromSyntax(p, inJSON)
 	if err != nil {
 		return nil, fmt.Errorf("regular expression %q: %w", re, err)
@@ -152,4 +155,61 @@ func appendMinus(out []rune, lo, hi rune) []rune {
 		}
 	}
 	return out
+}
+
+// anchorsHold refuses an expression whose text anchors cannot hold, so that it matches
+// nothing: ^ (or \A) after what must be some text, $ (or \z) before it, as in a$b.
+func anchorsHold(r *syntax.Regexp) error {
+	if r.Op == syntax.OpConcat {
+		for i, k := range r.Sub {
+			var before, after int
+			for _, b := range r.Sub[:i] {
+				before += minLen(b)
+			}
+			for _, a := range r.Sub[i+1:] {
+				after += minLen(a)
+			}
+			switch {
+			case k.Op == syntax.OpBeginText && before > 0:
+				return fmt.Errorf("%w: it matches nothing (^ after text)", ErrInvalid)
+			case k.Op == syntax.OpEndText && after > 0:
+				return fmt.Errorf("%w: it matches nothing ($ before text)", ErrInvalid)
+			}
+		}
+	}
+	for _, k := range r.Sub {
+		if err := anchorsHold(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// minLen is the fewest characters r matches.
+func minLen(r *syntax.Regexp) int {
+	switch r.Op {
+	case syntax.OpLiteral:
+		return len(r.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minLen(r.Sub[0])
+	case syntax.OpRepeat:
+		return r.Min * minLen(r.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, k := range r.Sub {
+			n += minLen(k)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := -1
+		for _, k := range r.Sub {
+			if m := minLen(k); n < 0 || m < n {
+				n = m
+			}
+		}
+		return max(n, 0)
+	}
+	return 0 // empty, anchors, stars and quests
 }
