@@ -52,6 +52,13 @@ func (s *Server) chatFromBody(ctx context.Context, body []byte) (*request, error
 	return s.chatRequest(ctx, &creq)
 }
 
+// Bounds on a chat checked before its template runs: past them a render would only end at the
+// template's own step limit, a 500 that clients send again.
+const (
+	MaxMessages = 4096
+	MaxTools    = 128
+)
+
 // chatRequest validates a chat request and renders its prompt (until ctx ends).
 func (s *Server) chatRequest(ctx context.Context, req *chatRequest) (*request, error) {
 	done := ctx.Done()
@@ -68,6 +75,10 @@ func (s *Server) chatRequest(ctx context.Context, req *chatRequest) (*request, e
 	switch {
 	case len(req.Messages) == 0:
 		return nil, invalid("messages", codeMissing, "messages: want at least one message")
+	case len(req.Messages) > MaxMessages:
+		return nil, invalid("messages", codeInvalidValue, "messages: %d messages (at most %d)", len(req.Messages), MaxMessages)
+	case len(req.Tools) > MaxTools:
+		return nil, invalid("tools", codeInvalidValue, "tools: %d tools (at most %d, as OpenAI allows)", len(req.Tools), MaxTools)
 	case req.TopLogprobs != nil && !req.Logprobs:
 		return nil, invalid("top_logprobs", codeInvalidValue, "top_logprobs: needs logprobs to be true")
 	}

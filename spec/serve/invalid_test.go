@@ -94,6 +94,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"misspelt response_format key", "/v1/completions", `{"prompt": "a", "response_format": {"type": "json_object", "shema": {}}}`, "response_format", codeInvalidValue},
 		{"misspelt json_schema key", "/v1/completions", `{"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}, "strit": true}}}`, "response_format.json_schema", codeInvalidValue},
 		{"misspelt stream_options key", "/v1/completions", `{"prompt": "a", "stream": true, "stream_options": {"include_usge": true}}`, "stream_options", codeInvalidValue},
+		{"60000 empty messages", "/v1/chat/completions", `{"messages": [` + strings.Repeat(`{"role": "user", "content": ""},`, 59999) + `{"role": "user", "content": ""}]}`, "messages", codeInvalidValue},
+		{"129 tools", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "tools": [` + strings.Repeat(`{"type": "function", "function": {"name": "f"}},`, 128) + `{"type": "function", "function": {"name": "f"}}]}`, "tools", codeInvalidValue},
 		{"chat max_completion_tokens 0", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}`, "max_completion_tokens", codeInvalidValue},
 	}
 	for _, c := range cases {

@@ -161,3 +161,24 @@ sound ::= [a-z]{2,6}`
 	}
 	f.waitIdle(t)
 }
+
+// A grammar too ambiguous to follow (each "x" may open either alternative, so the parses
+// double with each one) fails as the client's error naming the field, whole and streamed,
+// not as a 500 that OpenAI's SDKs would send again.
+func TestAmbiguousGrammarIsTheClientsError(t *testing.T) {
+	f := specServer(t)
+	x, ok := f.e.Tokenizer().TokenID("x")
+	if !ok {
+		t.Fatal("no token x")
+	}
+	body := fmt.Sprintf(`{"prompt": "Once", "max_tokens": 60, "guided_grammar": "root ::= s\ns ::= \"x\" s \"a\" | \"x\" \"x\" s \"b\" | \"x\"", "logit_bias": {"%d": 100}}`, x)
+	code, b := f.post(t, "/v1/completions", body)
+	var e errorBody
+	if code != 400 || json.Unmarshal(b, &e) != nil || e.Error.Param == nil || *e.Error.Param != "guided_grammar" || !strings.Contains(e.Error.Message, "ambiguous") {
+		t.Fatalf("%d %s", code, b)
+	}
+	events, _ := f.stream(t, context.Background(), "/v1/completions", strings.Replace(body, `{"prompt"`, `{"stream": true, "prompt"`, 1))
+	if last := events[len(events)-1]; !strings.Contains(last, "ambiguous") || !strings.Contains(last, "invalid_request_error") {
+		t.Fatalf("streamed: %s", last)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/spec/grammar"
 )
 
 // Limits of a request, beyond the engine's own (engine.MaxStops, MaxLogitBias, MaxTopLogprobs).
@@ -168,6 +169,16 @@ func (s *Server) requestError(rq *request, err error) error {
 		return invalid(param, codeContextLength, "This model's maximum context length is %d tokens. However, your request has %s%d input tokens. Please reduce the length of the input.", pe.Context, least, pe.Tokens)
 	case errors.Is(err, engine.ErrClosed):
 		return errShuttingDown
+	case errors.Is(err, grammar.ErrUnsupported) || errors.Is(err, grammar.ErrInvalid):
+		// the request's grammar failed while generating (too ambiguous): the client's to
+		// change, not a server error a client retries
+		param := "structured_outputs"
+		if rq != nil {
+			if p, ok := rq.params[param]; ok {
+				param = p
+			}
+		}
+		return invalid(param, codeInvalidValue, "%s: the structured output failed while generating: %v", param, err)
 	}
 	return fmt.Errorf("generate: %w", err)
 }
