@@ -126,9 +126,8 @@ func TestBrowserKernels(t *testing.T) {
 
 const prompt = "Once upon a time"
 
-// run is one generation to compare: a speculative mode ("" for none) and the options.
+// run is one generation to compare: its options (the mode is native's and the page's).
 type run struct {
-	mode string
 	opts string // generate()'s options JSON
 }
 
