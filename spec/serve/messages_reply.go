@@ -21,10 +21,11 @@ type messagesReplier struct {
 	out   *chatOutput
 	input int // prompt tokens
 
-	mu     sync.Mutex
-	blocks []map[string]any
-	open   string // the kind of the block streaming now ("" none): text or thinking
-	finish *choice
+	mu        sync.Mutex
+	blocks    []map[string]any
+	open      string      // the kind of the block streaming now ("" none): text or thinking
+	useBlocks map[int]int // call n's place in blocks
+	finish    *choice
 }
 
 func (rp *messagesReplier) message(content []map[string]any, stop, stopSeq any, outTokens int) map[string]any {
@@ -47,6 +48,45 @@ func (rp *messagesReplier) text(sw *sseWriter, _ *choice, text string) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.add(sw, thought, content, calls)
+	for n, p := range rp.out.partials() { // calls being written: their input as it grows
+		if n >= rp.out.sent && p.Name != "" {
+			rp.toolUse(sw, n, p.Name, p.Args, false)
+		}
+	}
+}
+
+// toolUse streams what call n adds: its tool_use block once its name is known, its input's
+// JSON as it grows (input_json_delta), and when whole, the block's stop (sw nil: builds the
+// block alone).
+func (rp *messagesReplier) toolUse(sw *sseWriter, n int, name, args string, whole bool) {
+	_, more := rp.out.callDelta(n, args)
+	if rp.useBlocks == nil {
+		rp.useBlocks = map[int]int{}
+	}
+	idx, ok := rp.useBlocks[n]
+	if !ok {
+		rp.close(sw)
+		b := map[string]any{"type": "tool_use", "id": "toolu_" + randomID(), "name": name, "input": map[string]any{}}
+		idx = len(rp.blocks)
+		rp.blocks, rp.useBlocks[n] = append(rp.blocks, b), idx
+		if sw != nil {
+			sw.send(event{"type": "content_block_start", "index": idx, "content_block": clone(b)})
+		}
+	}
+	if more != "" && sw != nil {
+		sw.send(event{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": more}})
+	}
+	if !whole {
+		return
+	}
+	input := json.RawMessage(args)
+	if !json.Valid(input) {
+		input = json.RawMessage("{}")
+	}
+	rp.blocks[idx]["input"] = input
+	if sw != nil {
+		sw.send(event{"type": "content_block_stop", "index": idx})
+	}
 }
 
 // add streams new thinking, text and calls (sw nil: builds the blocks alone).
@@ -58,20 +98,9 @@ func (rp *messagesReplier) add(sw *sseWriter, thought, content string, calls []t
 		rp.delta(sw, "text", content)
 	}
 	for _, c := range calls {
-		rp.close(sw)
-		input := json.RawMessage(c.Arguments)
-		if !json.Valid(input) {
-			input = json.RawMessage("{}")
-		}
-		b := map[string]any{"type": "tool_use", "id": "toolu_" + randomID(), "name": c.Name, "input": input}
-		idx := len(rp.blocks)
-		rp.blocks = append(rp.blocks, b)
-		if sw != nil {
-			sw.send(event{"type": "content_block_start", "index": idx,
-				"content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": c.Name, "input": map[string]any{}}})
-			sw.send(event{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Arguments}})
-			sw.send(event{"type": "content_block_stop", "index": idx})
-		}
+		n := rp.out.sent
+		rp.out.sent++
+		rp.toolUse(sw, n, c.Name, c.Arguments, true)
 	}
 }
 

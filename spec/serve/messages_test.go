@@ -119,9 +119,36 @@ func TestMessagesAPI(t *testing.T) {
 	}
 
 	tools := `"tools": [{"name": "get_weather", "description": "The weather in a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}}]`
-	call := messageOf(t, f, `{"max_tokens": 60, "messages": [{"role": "user", "content": "Weather in Paris?"}], `+tools+`, "tool_choice": {"type": "tool", "name": "get_weather"}}`)
+	// greedy, so that the whole reply and the streamed one are the same call
+	forced := `{"max_tokens": 200, "temperature": 0, "messages": [{"role": "user", "content": "Weather in Paris?"}], ` + tools + `, "tool_choice": {"type": "tool", "name": "get_weather"}`
+	call := messageOf(t, f, forced+`}`)
 	if call.StopReason != "tool_use" || len(call.Content) != 1 || call.Content[0].Type != "tool_use" || call.Content[0].Name != "get_weather" || !json.Valid(call.Content[0].Input) {
 		t.Fatalf("forced tool_use: %+v", call)
+	}
+	// streamed, the input's JSON comes in pieces as written, adding up to the whole call's
+	whole := call
+	sreq, _ := http.NewRequest("POST", f.ts.URL+"/v1/messages", strings.NewReader(forced+`, "stream": true}`))
+	sreq.Header.Set("x-api-key", testKey)
+	sres, err := http.DefaultClient.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sraw, _ := io.ReadAll(sres.Body)
+	sres.Body.Close()
+	var pieces []string
+	for _, line := range strings.Split(string(sraw), "\n") {
+		var ev struct {
+			Delta struct {
+				Type        string `json:"type"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Delta.Type == "input_json_delta" {
+			pieces = append(pieces, ev.Delta.PartialJSON)
+		}
+	}
+	if len(whole.Content) != 1 || len(pieces) < 3 || strings.Join(pieces, "") != string(whole.Content[0].Input) {
+		t.Errorf("streamed input %q, whole %+v", pieces, whole.Content)
 	}
 	use, _ := json.Marshal(call.Content)
 	follow := messageOf(t, f, `{"max_tokens": 4, `+tools+`, "messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": `+string(use)+`},

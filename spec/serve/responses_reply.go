@@ -24,13 +24,14 @@ type responsesReplier struct {
 	conv    []json.RawMessage // the conversation before this reply, as chat messages
 	store   bool
 
-	mu     sync.Mutex
-	seq    int
-	items  []map[string]any // the output so far
-	open   map[string]any   // the item streaming now (nil: none)
-	kind   string           // its kind: message or reasoning
-	buf    string           // its text so far
-	finish *choice          // the choice, once it ended
+	mu        sync.Mutex
+	seq       int
+	items     []map[string]any // the output so far
+	open      map[string]any   // the item streaming now (nil: none)
+	kind      string           // its kind: message or reasoning
+	buf       string           // its text so far
+	finish    *choice          // the choice, once it ended
+	callItems map[int]int      // call n's place in items
 }
 
 // event is one streamed event: its type goes into the SSE event line too.
@@ -104,6 +105,44 @@ func (rp *responsesReplier) text(sw *sseWriter, _ *choice, text string) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.add(sw, thought, content, calls)
+	for n, p := range rp.out.partials() { // calls being written: their arguments as they grow
+		if n >= rp.out.sent && p.Name != "" {
+			rp.call(sw, n, p.Name, p.Args, false)
+		}
+	}
+}
+
+// call streams what call n adds: its item once its name is known, its arguments as they
+// grow, and when whole, their .done and the item's (sw nil: builds the item alone).
+func (rp *responsesReplier) call(sw *sseWriter, n int, name, args string, whole bool) {
+	_, more := rp.out.callDelta(n, args)
+	if rp.callItems == nil {
+		rp.callItems = map[int]int{}
+	}
+	idx, ok := rp.callItems[n]
+	if !ok {
+		rp.close(sw)
+		item := map[string]any{"type": "function_call", "id": "fc_" + randomID(), "call_id": "call_" + randomID(),
+			"name": name, "arguments": "", "status": "in_progress"}
+		idx = len(rp.items)
+		rp.items, rp.callItems[n] = append(rp.items, item), idx
+		if sw != nil {
+			rp.emit(sw, "response.output_item.added", map[string]any{"output_index": idx, "item": clone(item)})
+		}
+	}
+	item := rp.items[idx]
+	if more != "" && sw != nil {
+		rp.emit(sw, "response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": idx, "delta": more})
+	}
+	item["arguments"] = args
+	if !whole {
+		return
+	}
+	item["status"] = "completed"
+	if sw != nil {
+		rp.emit(sw, "response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": idx, "arguments": args})
+		rp.emit(sw, "response.output_item.done", map[string]any{"output_index": idx, "item": clone(item)})
+	}
 }
 
 // add streams new reasoning, content and calls (sw nil: builds the items alone).
@@ -115,20 +154,9 @@ func (rp *responsesReplier) add(sw *sseWriter, thought, content string, calls []
 		rp.delta(sw, "message", content)
 	}
 	for _, c := range calls {
-		rp.close(sw)
-		item := map[string]any{"type": "function_call", "id": "fc_" + randomID(), "call_id": "call_" + randomID(),
-			"name": c.Name, "arguments": "", "status": "in_progress"}
-		idx := len(rp.items)
-		rp.items = append(rp.items, item)
-		if sw != nil {
-			rp.emit(sw, "response.output_item.added", map[string]any{"output_index": idx, "item": clone(item)})
-			rp.emit(sw, "response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": idx, "delta": c.Arguments})
-			rp.emit(sw, "response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": idx, "arguments": c.Arguments})
-		}
-		item["arguments"], item["status"] = c.Arguments, "completed"
-		if sw != nil {
-			rp.emit(sw, "response.output_item.done", map[string]any{"output_index": idx, "item": clone(item)})
-		}
+		n := rp.out.sent
+		rp.out.sent++
+		rp.call(sw, n, c.Name, c.Arguments, true)
 	}
 }
 

@@ -127,9 +127,24 @@ func TestResponsesAPI(t *testing.T) {
 
 	// a forced function call, its output sent back
 	tools := `"tools": [{"type": "function", "name": "get_weather", "description": "The weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"], "additionalProperties": false}}]`
-	call := postResponse(t, f, `{"input": "What is the weather in Paris?", `+tools+`, "tool_choice": {"type": "function", "name": "get_weather"}, "max_output_tokens": 60}`)
+	// seeded, so that the whole reply and the streamed one are the same call
+	forced := `{"input": "What is the weather in Paris?", ` + tools + `, "tool_choice": {"type": "function", "name": "get_weather"}, "max_output_tokens": 200, "seed": 9, "temperature": 1`
+	call := postResponse(t, f, forced+`}`)
 	if len(call.Output) != 1 || call.Output[0].Type != "function_call" || call.Output[0].Name != "get_weather" || !json.Valid([]byte(call.Output[0].Arguments)) {
 		t.Fatalf("forced call: %+v", call.Output)
+	}
+	// streamed, the arguments come in pieces as written, adding up to the whole call's
+	whole := call
+	evs, _ := f.stream(t, context.Background(), "/v1/responses", forced+`, "stream": true}`)
+	var pieces []string
+	for _, e := range evs {
+		var ev struct{ Type, Delta string }
+		if json.Unmarshal([]byte(e), &ev) == nil && ev.Type == "response.function_call_arguments.delta" {
+			pieces = append(pieces, ev.Delta)
+		}
+	}
+	if len(whole.Output) != 1 || len(pieces) < 3 || strings.Join(pieces, "") != whole.Output[0].Arguments {
+		t.Errorf("streamed arguments %q, whole %+v", pieces, whole.Output)
 	}
 	follow := postResponse(t, f, fmt.Sprintf(`{"previous_response_id": %q, "input": [{"type": "function_call_output", "call_id": %q, "output": "{\"temp\": 21}"}], "max_output_tokens": 4, %s}`,
 		call.ID, call.Output[0].CallID, tools))

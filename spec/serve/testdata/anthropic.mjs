@@ -23,7 +23,7 @@ out.finalText = text(final);
 
 const tools = [{name: "get_weather", description: "The weather in a city",
   input_schema: {type: "object", properties: {city: {type: "string", maxLength: 20}}, required: ["city"]}}];
-const ts = client.messages.stream({model, max_tokens: 60, tools, tool_choice: {type: "tool", name: "get_weather"},
+const ts = client.messages.stream({model, max_tokens: 200, temperature: 0, tools, tool_choice: {type: "tool", name: "get_weather"},
   messages: [{role: "user", content: "What is the weather in Paris?"}]});
 const call = await ts.finalMessage();
 const use = call.content.find((b) => b.type === "tool_use");

@@ -26,10 +26,10 @@ out.types = types;
 // a forced function call, whole and streamed, then its output sent back
 const tools = [{type: "function", name: "get_weather", description: "The weather in a city", strict: true,
   parameters: {type: "object", properties: {city: {type: "string", maxLength: 20}}, required: ["city"], additionalProperties: false}}];
-const call = await client.responses.create({model, input: "What is the weather in Paris?", tools, tool_choice: {type: "function", name: "get_weather"}, max_output_tokens: 60});
+const call = await client.responses.create({model, input: "What is the weather in Paris?", tools, tool_choice: {type: "function", name: "get_weather"}, max_output_tokens: 200, temperature: 0});
 const fc = call.output.find((o) => o.type === "function_call");
 out.call = {name: fc?.name, args: fc?.arguments, valid: (() => { try { JSON.parse(fc.arguments); return true; } catch { return false; } })()};
-const cs = client.responses.stream({model, input: "What is the weather in Paris?", tools, tool_choice: {type: "function", name: "get_weather"}, max_output_tokens: 60});
+const cs = client.responses.stream({model, input: "What is the weather in Paris?", tools, tool_choice: {type: "function", name: "get_weather"}, max_output_tokens: 200, temperature: 0});
 let argDeltas = "";
 cs.on("response.function_call_arguments.delta", (e) => { argDeltas += e.delta; });
 const cfinal = await cs.finalResponse();
