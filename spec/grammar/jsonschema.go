@@ -299,9 +299,25 @@ func count(s *object, k, path string) (int, error) {
 		return -1, nil
 	}
 	n, isNum := v.(json.Number)
-	i, err := n.Int64()
-	if !isNum || err != nil || i < 0 || i > math.MaxInt32 {
+	f, err := n.Float64() // 20000, 1e9 and 1e400 alike
+	if !isNum || (err != nil && !math.IsInf(f, 0)) || f < 0 || f != math.Trunc(f) {
 		return 0, fmt.Errorf("%w: JSON Schema %s at %s is not a non-negative integer", ErrInvalid, k, path)
 	}
-	return int(i), nil
+	i := int64(math.MaxInt64)
+	if f < 1<<62 {
+		i = int64(f)
+	}
+	switch upper := strings.HasPrefix(k, "max"); {
+	case i <= maxRepeat:
+		return int(i), nil
+	case upper && i >= noContextHolds:
+		return -1, nil // no output of a context could reach it: no bound
+	case upper:
+		return 0, unsupported(path, fmt.Sprintf("%s %d (bounds up to %d are compiled, and from %d on, which no context holds, none is needed)", k, i, maxRepeat, noContextHolds))
+	}
+	return 0, unsupported(path, fmt.Sprintf("%s %d (at most %d)", k, i, maxRepeat))
 }
+
+// noContextHolds is a count of characters or items no model's context holds (each takes a
+// token at least): a maximum from it on bounds nothing.
+const noContextHolds = 1 << 24

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -105,5 +106,31 @@ func TestSchemaUnsupported(t *testing.T) {
 		if _, err := Compile(Spec{Kind: JSONSchema, Text: bad}, testVocab()); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", bad, err)
 		}
+	}
+}
+
+// Counts past what is compiled are refused naming the keyword and the path; a maximum no
+// context could reach bounds nothing.
+func TestSchemaCountBounds(t *testing.T) {
+	for schema, want := range map[string]string{
+		`{"type":"object","properties":{"s":{"type":"string","maxLength":20000}}}`: "maxLength 20000",
+		`{"type":"string","minLength":1000000000}`:                                 "minLength 1000000000",
+		`{"type":"array","items":{"type":"integer"},"minItems":20000}`:            "minItems 20000",
+	} {
+		_, err := Compile(Spec{Kind: JSONSchema, Text: schema}, testVocab())
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a refusal naming %q", schema, err, want)
+		}
+	}
+	if _, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"object","properties":{"s":{"type":"string","maxLength":20000}}}`}, testVocab()); !strings.Contains(err.Error(), "#/properties/s") {
+		t.Errorf("the refusal names no path: %v", err)
+	}
+	for _, schema := range []string{`{"type":"string","maxLength":1e9}`, `{"type":"array","items":{"type":"string"},"maxItems":1e9}`, `{"type":"string","maxLength":1e400}`} {
+		if _, err := Compile(Spec{Kind: JSONSchema, Text: schema}, testVocab()); err != nil {
+			t.Errorf("%s: %v", schema, err)
+		}
+	}
+	if _, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"string","maxLength":1.5}`}, testVocab()); !errors.Is(err, ErrInvalid) {
+		t.Errorf("maxLength 1.5: %v", err)
 	}
 }
