@@ -67,3 +67,26 @@ func TestRuleNamesStayLinear(t *testing.T) {
 		t.Fatalf("last rule %q", r.names[last])
 	}
 }
+
+// The cache keeps about its byte bound of grammars, dropping the least recently used: the
+// grammars' sizes, not only their count, bound it.
+func TestCacheBoundedInBytes(t *testing.T) {
+	c := NewCache(testVocab(), 64)
+	spec := func(i int) Spec { return Spec{Kind: GBNF, Text: fmt.Sprintf(`root ::= [ab]* "a" [ab]{10} # %d`, i)} }
+	first, err := c.Get(context.Background(), spec(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.maxBytes = 5*first.Bytes() + first.Bytes()/2 // room for five
+	for i := 1; i < 20; i++ {
+		if _, err := c.Get(context.Background(), spec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.lru.Len() != 5 {
+		t.Fatalf("%d grammars of %d bytes kept under a bound of %d bytes", c.lru.Len(), first.Bytes(), c.maxBytes)
+	}
+	if _, ok := c.at[spec(19).key()]; !ok {
+		t.Fatal("the newest grammar was dropped")
+	}
+}

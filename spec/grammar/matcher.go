@@ -209,6 +209,24 @@ type entry struct {
 	end  bool
 }
 
+// Bytes is about what the grammar holds in memory: its automata and the masks its matchers
+// have computed so far (they grow as outputs visit new states).
+func (g *Grammar) Bytes() int {
+	n := 0
+	for _, d := range g.rules {
+		n += 4*len(d.trans) + 16*d.nstates
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range g.local {
+		n += 4*len(m.acc) + 4*len(m.unc) + 64
+	}
+	for k, e := range g.shared {
+		n += 4*len(e.mask) + len(k) + 64
+	}
+	return n
+}
+
 // maxMasks bounds a matcher's cache of masks.
 const maxMasks = 4096
 

@@ -122,18 +122,25 @@ func CompileContext(ctx context.Context, s Spec, v *Vocab) (*Grammar, error) {
 }
 
 // Cache keeps the most recently used compiled grammars of one vocabulary (with the masks
-// their states have computed), so that requests with the same schema compile it once.
+// their states have computed), so that requests with the same schema compile it once: at
+// most n of them, and about MaxCacheBytes together (Grammar.Bytes), the least recently used
+// dropped first.
 type Cache struct {
-	v   *Vocab
-	n   int
-	mu  sync.Mutex
-	lru *list.List // of *Grammar, most recent first
-	at  map[string]*list.Element
+	v        *Vocab
+	n        int
+	maxBytes int
+	mu       sync.Mutex
+	lru      *list.List // of *Grammar, most recent first
+	at       map[string]*list.Element
 }
+
+// MaxCacheBytes bounds a Cache's grammars together, masks included (the one just compiled is
+// kept whatever its size).
+const MaxCacheBytes = 256 << 20
 
 // NewCache keeps up to n grammars of vocabulary v.
 func NewCache(v *Vocab, n int) *Cache {
-	return &Cache{v: v, n: max(n, 1), lru: list.New(), at: map[string]*list.Element{}}
+	return &Cache{v: v, n: max(n, 1), maxBytes: MaxCacheBytes, lru: list.New(), at: map[string]*list.Element{}}
 }
 
 // Vocab is the cache's vocabulary.
@@ -159,9 +166,14 @@ func (c *Cache) Get(ctx context.Context, s Spec) (*Grammar, error) {
 		return e.Value.(*Grammar), nil
 	}
 	c.at[k] = c.lru.PushFront(g)
-	for c.lru.Len() > c.n {
+	total := 0
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		total += e.Value.(*Grammar).Bytes()
+	}
+	for c.lru.Len() > c.n || (total > c.maxBytes && c.lru.Len() > 1) {
 		old := c.lru.Remove(c.lru.Back()).(*Grammar)
 		delete(c.at, old.source)
+		total -= old.Bytes()
 	}
 	return g, nil
 }
