@@ -117,6 +117,12 @@ func (s *Server) chatRequest(ctx context.Context, req *chatRequest) (*request, e
 			return nil, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Code: codeInternal,
 				Message: fmt.Sprintf("the model's chat template failed on these messages: %v", err)}
 		}
+		// a value the template cannot take is named by the field it came from
+		for _, p := range []string{"chat_template_kwargs", "tools", "documents"} {
+			if strings.HasPrefix(err.Error(), p) {
+				return nil, invalid(p, codeInvalidValue, "%v", err)
+			}
+		}
 		return nil, invalid("messages", codeInvalidValue, "messages: %v", err)
 	}
 	if err := s.prepare(ctx, rq, []engine.Prompt{{Text: prompt}}, o); err != nil {
