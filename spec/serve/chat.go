@@ -216,12 +216,7 @@ func (c *chatReplier) start(sw *sseWriter) {
 func (c *chatReplier) text(sw *sseWriter, ch *choice, text string) {
 	thought, content, calls := c.outs[ch.index].push(text)
 	c.send(sw, ch.index, thought, content, calls)
-	o := c.outs[ch.index]
-	for n, p := range o.partials() {
-		if n >= o.sent && p.Name != "" { // calls complete were sent whole by send
-			c.sendCall(sw, ch.index, n, p.Name, p.Args)
-		}
-	}
+	c.outs[ch.index].writing(func(n int, name, args string) { c.sendCall(sw, ch.index, n, name, args) })
 }
 
 // sendCall streams what call n of a choice adds: the first time, a delta with its index, id,
@@ -254,11 +249,7 @@ func (c *chatReplier) send(sw *sseWriter, index int, thought, content string, ca
 		}
 		sw.send(c.chunk(chatChunkChoice{Index: index, Delta: d}))
 	}
-	for _, call := range calls {
-		n := c.outs[index].sent
-		c.outs[index].sent++
-		c.sendCall(sw, index, n, call.Name, call.Arguments)
-	}
+	c.outs[index].done(calls, func(n int, name, args string) { c.sendCall(sw, index, n, name, args) })
 }
 
 // end sends what the choice's text held back, then its finish_reason (tool_calls when it

@@ -48,11 +48,7 @@ func (rp *messagesReplier) text(sw *sseWriter, _ *choice, text string) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.add(sw, thought, content, calls)
-	for n, p := range rp.out.partials() { // calls being written: their input as it grows
-		if n >= rp.out.sent && p.Name != "" {
-			rp.toolUse(sw, n, p.Name, p.Args, false)
-		}
-	}
+	rp.out.writing(func(n int, name, args string) { rp.toolUse(sw, n, name, args, false) })
 }
 
 // toolUse streams what call n adds: its tool_use block once its name is known, its input's
@@ -97,11 +93,7 @@ func (rp *messagesReplier) add(sw *sseWriter, thought, content string, calls []t
 	if content != "" {
 		rp.delta(sw, "text", content)
 	}
-	for _, c := range calls {
-		n := rp.out.sent
-		rp.out.sent++
-		rp.toolUse(sw, n, c.Name, c.Arguments, true)
-	}
+	rp.out.done(calls, func(n int, name, args string) { rp.toolUse(sw, n, name, args, true) })
 }
 
 func (rp *messagesReplier) delta(sw *sseWriter, kind, text string) {

@@ -105,11 +105,7 @@ func (rp *responsesReplier) text(sw *sseWriter, _ *choice, text string) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.add(sw, thought, content, calls)
-	for n, p := range rp.out.partials() { // calls being written: their arguments as they grow
-		if n >= rp.out.sent && p.Name != "" {
-			rp.call(sw, n, p.Name, p.Args, false)
-		}
-	}
+	rp.out.writing(func(n int, name, args string) { rp.call(sw, n, name, args, false) })
 }
 
 // call streams what call n adds: its item once its name is known, its arguments as they
@@ -153,11 +149,7 @@ func (rp *responsesReplier) add(sw *sseWriter, thought, content string, calls []
 	if content != "" {
 		rp.delta(sw, "message", content)
 	}
-	for _, c := range calls {
-		n := rp.out.sent
-		rp.out.sent++
-		rp.call(sw, n, c.Name, c.Arguments, true)
-	}
+	rp.out.done(calls, func(n int, name, args string) { rp.call(sw, n, name, args, true) })
 }
 
 // delta adds text to the open item of its kind, opening one (and closing another) first.

@@ -9,7 +9,8 @@ import (
 
 // sseWriter streams server-sent events as OpenAI's clients read them: "data: <json>\n\n" per
 // event (no comments or heartbeats: openai-go reads an empty event as bad JSON), ending with
-// "data: [DONE]\n\n". Choices write from their own goroutines, so every event is written
+// "data: [DONE]\n\n"; the Responses and Messages APIs' events carry their name too
+// ("event: <type>"), and Anthropic's stream ends without [DONE]. Choices write from their own goroutines, so every event is written
 // whole under a lock. The first failed write (the client left) cancels the request.
 type sseWriter struct {
 	mu     sync.Mutex

@@ -114,6 +114,24 @@ type streamedCall struct {
 	args string
 }
 
+// writing calls fn for each call being written whose name is known (not yet complete): its
+// number among the reply's calls, its name and arguments so far.
+func (o *chatOutput) writing(fn func(n int, name, args string)) {
+	for n, p := range o.partials() {
+		if n >= o.sent && p.Name != "" {
+			fn(n, p.Name, p.Args)
+		}
+	}
+}
+
+// done calls fn for each call now complete, numbering it among the reply's calls.
+func (o *chatOutput) done(calls []toolcall.Call, fn func(n int, name, args string)) {
+	for _, c := range calls {
+		o.sent++
+		fn(o.sent-1, c.Name, c.Arguments)
+	}
+}
+
 // partials are the calls written so far, for streaming them as they are written (nil with
 // tool calls off).
 func (o *chatOutput) partials() []toolcall.Partial {
