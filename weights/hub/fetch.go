@@ -23,6 +23,10 @@ import (
 // chosen file in it.
 func Download(ctx context.Context, ref Ref, o Options) (string, error) {
 	o = o.FromEnv()
+	// a revision names refs/REVISION in the cache: it must stay inside refs/
+	if !revisionName.MatchString(o.Revision) || strings.Contains(o.Revision, "..") {
+		return "", fmt.Errorf("hub: revision %q is not a branch, tag or commit name", o.Revision)
+	}
 	if o.Offline {
 		return o.offline(ref)
 	}
@@ -154,6 +158,8 @@ type fileMeta struct {
 	size int64
 	url  string // where the bytes are (the Hub, or where it redirects)
 }
+
+var revisionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$`)
 
 var etagName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 

@@ -246,6 +246,16 @@ func TestDownloadGGUFChoosesTheQuantization(t *testing.T) {
 	}
 }
 
+// A revision that would name a file outside the cache's refs/ is refused before any request.
+func TestDownloadRefusesRevisionPaths(t *testing.T) {
+	for _, rev := range []string{"../../x", "/etc/passwd", "main/../../y"} {
+		_, err := Download(context.Background(), Ref{Repo: "org/tiny"}, Options{Endpoint: "http://127.0.0.1:1", CacheDir: t.TempDir(), Revision: rev})
+		if err == nil || !strings.Contains(err.Error(), "revision") {
+			t.Errorf("revision %q: %v", rev, err)
+		}
+	}
+}
+
 func TestParseRef(t *testing.T) {
 	for s, want := range map[string]Ref{
 		"Qwen/Qwen2.5-1.5B-Instruct":                  {Repo: "Qwen/Qwen2.5-1.5B-Instruct"},
