@@ -56,8 +56,8 @@ type SeqInfo struct {
 }
 
 // LogprobStride is the words per logits row in sample_rows.wgsl's lp output: lp(draft),
-// lp(token), then MaxTopLogprobs pairs (id, lp).
-const LogprobStride = 2 + 2*batch.MaxTopLogprobs
+// lp(token), rank(draft), rank(token), then MaxTopLogprobs pairs (id, lp).
+const LogprobStride = 4 + 2*batch.MaxTopLogprobs
 
 // RowResult mirrors sample_rows.wgsl's RowResult: what the sampler's pick reads of a row.
 type RowResult struct {

@@ -11,7 +11,7 @@
 //     row j's mask leaves out to MASKED, after the processors;
 //   - records in res what sample_pick.wgsl needs, whether or not the row is reached;
 //   - with logprobs, writes the row's log-softmax (after the processors, at temperature 1) of
-//     its draft and of its token, and of its n likeliest tokens, to lp.
+//     its draft and of its token with their ranks, and of its n likeliest tokens, to lp.
 //!include common.wgsl
 struct Params { vocab: u32, out_stride: u32, _a: u32, _b: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
@@ -24,7 +24,7 @@ struct Params { vocab: u32, out_stride: u32, _a: u32, _b: u32 }
 @group(0) @binding(8) var<storage, read_write> res: array<RowResult>; // [logit_rows]
 @group(0) @binding(9) var<storage, read> adj: array<Adj>;         // the sequences' logit adjustments
 @group(0) @binding(10) var<storage, read_write> lp: array<u32>;   // [logit_rows, LP_STRIDE] with logprobs
-const LP_STRIDE: u32 = 42u; // f32 lp(draft), f32 lp(tok), then up to 20 x (u32 id, f32 lp)
+const LP_STRIDE: u32 = 44u; // f32 lp(draft), f32 lp(tok), u32 rank(draft), u32 rank(tok), then up to 20 x (u32 id, f32 lp)
 const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
 const MASKED: f32 = -1.0e30; // batch.Masked: a token the row's mask leaves out
@@ -170,20 +170,33 @@ fn apply_mask(i: u32, j: u32, su: SeqInfo) {
 }
 
 // row_logprobs writes row i's log-softmax (of the processed logits, at temperature 1) of
-// tokens d and tok, and its n likeliest tokens with theirs (most likely first; on equal
-// logits the lower id first), to lp.
+// tokens d and tok with their ranks (1 + the tokens of higher logits), and its n likeliest
+// tokens with theirs (most likely first; on equal logits the lower id first), to lp.
 fn row_logprobs(i: u32, d: u32, tok: u32, n: u32) {
   let base = i * P.vocab;
+  let ld = logits[base + d];
+  let lt = logits[base + tok];
   var mx = NEG;
   for (var t = lid; t < P.vocab; t += WG) { mx = max(mx, logits[base + t]); }
   let lmax = max_all(mx);
   var s = 0.0;
-  for (var t = lid; t < P.vocab; t += WG) { s += exp(logits[base + t] - lmax); }
+  var above_d = 0.0; // counts below 2^24 are exact in f32
+  var above_t = 0.0;
+  for (var t = lid; t < P.vocab; t += WG) {
+    let v = logits[base + t];
+    s += exp(v - lmax);
+    above_d += select(0.0, 1.0, v > ld);
+    above_t += select(0.0, 1.0, v > lt);
+  }
   let lse = lmax + log(sum_all(s));
+  let rank_d = u32(sum_all(above_d)) + 1u;
+  let rank_t = u32(sum_all(above_t)) + 1u;
   let o = i * LP_STRIDE;
   if (lid == 0u) {
-    lp[o] = bitcast<u32>(logits[base + d] - lse);
-    lp[o + 1u] = bitcast<u32>(logits[base + tok] - lse);
+    lp[o] = bitcast<u32>(ld - lse);
+    lp[o + 1u] = bitcast<u32>(lt - lse);
+    lp[o + 2u] = rank_d;
+    lp[o + 3u] = rank_t;
   }
   var pv = 3.4e38;
   var pi = 0xffffffffu; // the last pick: the next is below it (or equal, at a higher id)
@@ -200,8 +213,8 @@ fn row_logprobs(i: u32, d: u32, tok: u32, n: u32) {
     pv = logits[base + id];
     pi = id;
     if (lid == 0u) {
-      lp[o + 2u + 2u * k] = id;
-      lp[o + 3u + 2u * k] = bitcast<u32>(pv - lse);
+      lp[o + 4u + 2u * k] = id;
+      lp[o + 5u + 2u * k] = bitcast<u32>(pv - lse);
     }
   }
 }

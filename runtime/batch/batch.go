@@ -44,6 +44,10 @@ type SeqStep struct {
 	// Keep names the feature slot the step copies this sequence's feature rows into (a named
 	// output a drafter reads after the step; 0: none). See Slot.
 	Keep Slot
+	// Score marks the drafts as known tokens to score (a prompt's), not guesses: the step
+	// returns each draft's logprob in StepOut.Scores, accepted or not. It needs Sample and
+	// Sampling.Logprobs; the caller keeps what it wants of the cache and ignores Tokens.
+	Score bool
 }
 
 // MaskWords is the length in 32-bit words of one row's token mask over a vocabulary.
@@ -61,17 +65,21 @@ type Slot int
 
 // StepOut is one sequence's result: the accepted drafts followed by one recovered or bonus
 // token (one sampled token without drafts), nil when it did not sample, or the error of its
-// logits (ErrNonFinite). With Sampling.Logprobs, Logprobs holds each token's.
+// logits (ErrNonFinite). With Sampling.Logprobs, Logprobs holds each token's; with Score,
+// Scores holds each draft's (NDraft of them, row j's logprob of draft j).
 type StepOut struct {
 	Tokens   []int
 	Logprobs []TokenLogprob
+	Scores   []TokenLogprob
 	Err      error
 }
 
 // TokenLogprob is an emitted token's log-probability (log-softmax of its row's logits after
-// the processors, at temperature 1) and its row's likeliest tokens with theirs.
+// the processors, at temperature 1), its rank in the row (1 + the tokens of higher logits) and
+// the row's likeliest tokens with theirs.
 type TokenLogprob struct {
 	Logprob float32
+	Rank    int
 	Top     []TopLogprob
 }
 

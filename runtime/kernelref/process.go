@@ -52,6 +52,17 @@ func Penalize(z float32, count int, inPrompt bool, p Penalties) float32 {
 	return z
 }
 
+// Rank is tok's rank among logits [V]: 1 + the tokens of higher logits.
+func Rank(logits []float32, tok int) int {
+	r := 1
+	for _, l := range logits {
+		if l > logits[tok] {
+			r++
+		}
+	}
+	return r
+}
+
 // Logprobs returns the log-softmax of logits [V] at token tok and the n likeliest tokens with
 // theirs, most likely first (on equal logits the lower id first).
 func Logprobs(logits []float32, tok, n int) (float32, []int, []float32) {

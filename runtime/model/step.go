@@ -77,6 +77,9 @@ func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 			outs[s] = m.parseOut(raw[4*stride*s:4*stride*(s+1)], st, sp.before[s])
 			if st.Sampling.Logprobs && outs[s].Err == nil {
 				outs[s].Logprobs = m.parseLogprobs(lp, sp.seqs[s], st, len(outs[s].Tokens))
+				if st.Score {
+					outs[s].Scores = m.parseScores(lp, sp.seqs[s], st)
+				}
 			}
 		}
 	}
@@ -88,16 +91,33 @@ func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 func (m *Model) parseLogprobs(lp []byte, si runtime.SeqInfo, st batch.SeqStep, n int) []batch.TokenLogprob {
 	out := make([]batch.TokenLogprob, n)
 	for i := range out {
-		row := lp[4*runtime.LogprobStride*(int(si.LogitRow0)+i):]
-		word := func(w int) uint32 { return binary.LittleEndian.Uint32(row[4*w:]) }
 		which := 0 // lp(draft)
 		if i == n-1 {
 			which = 1 // lp(tok)
 		}
-		out[i].Logprob = math.Float32frombits(word(which))
-		for k := range min(st.Sampling.TopLogprobs, m.Cfg.Vocab) {
-			out[i].Top = append(out[i].Top, batch.TopLogprob{Token: int(word(2 + 2*k)), Logprob: math.Float32frombits(word(3 + 2*k))})
-		}
+		out[i] = m.rowLogprob(lp, int(si.LogitRow0)+i, which, st.Sampling.TopLogprobs)
+	}
+	return out
+}
+
+// parseScores reads the logprobs of a sequence's drafts, each from its own row, accepted or
+// not (batch.SeqStep.Score).
+func (m *Model) parseScores(lp []byte, si runtime.SeqInfo, st batch.SeqStep) []batch.TokenLogprob {
+	out := make([]batch.TokenLogprob, st.NDraft)
+	for i := range out {
+		out[i] = m.rowLogprob(lp, int(si.LogitRow0)+i, 0, st.Sampling.TopLogprobs)
+	}
+	return out
+}
+
+// rowLogprob reads logit row r's logprob of its draft (which 0) or its token (which 1), and
+// its top likeliest tokens.
+func (m *Model) rowLogprob(lp []byte, r, which, top int) batch.TokenLogprob {
+	row := lp[4*runtime.LogprobStride*r:]
+	word := func(w int) uint32 { return binary.LittleEndian.Uint32(row[4*w:]) }
+	out := batch.TokenLogprob{Logprob: math.Float32frombits(word(which)), Rank: int(word(2 + which))}
+	for k := range min(top, m.Cfg.Vocab) {
+		out.Top = append(out.Top, batch.TopLogprob{Token: int(word(4 + 2*k)), Logprob: math.Float32frombits(word(5 + 2*k))})
 	}
 	return out
 }
@@ -281,6 +301,8 @@ func (m *Model) checkBatch(steps []batch.SeqStep) error {
 			return fmt.Errorf("%w: %d drafts among %d tokens (at most %d)", batch.ErrBadInput, st.NDraft, n, o.MaxDraft)
 		case st.NDraft > 0 && !st.Sample:
 			return fmt.Errorf("%w: drafts in a step that does not sample", batch.ErrBadInput)
+		case st.Score && (!st.Sample || !st.Sampling.Logprobs):
+			return fmt.Errorf("%w: a step that scores its drafts without sampling logprobs", batch.ErrBadInput)
 		case st.Q != nil && !o.DraftQ:
 			return fmt.Errorf("%w: drafts with q, but the model was made without Options.DraftQ", batch.ErrBadInput)
 		case st.Q != nil && len(st.Q) != st.NDraft*c.Vocab:

@@ -96,6 +96,8 @@ func (m *Model) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 			return nil, fmt.Errorf("%w: %d drafts among %d tokens", batch.ErrBadInput, st.NDraft, len(st.Tokens))
 		case st.Mask != nil && (!st.Sample || len(st.Mask) != (st.NDraft+1)*batch.MaskWords(m.lim.Vocab)):
 			return nil, fmt.Errorf("%w: a mask of %d words for %d rows", batch.ErrBadInput, len(st.Mask), st.NDraft+1)
+		case st.Score && (!st.Sample || !st.Sampling.Logprobs):
+			return nil, fmt.Errorf("%w: a step that scores its drafts without sampling logprobs", batch.ErrBadInput)
 		case st.Seq.Len()+len(st.Tokens) > m.lim.MaxSeq:
 			return nil, fmt.Errorf("%w: %d tokens", kv.ErrContextFull, st.Seq.Len()+len(st.Tokens))
 		}
@@ -182,15 +184,25 @@ func (m *Model) step(st batch.SeqStep) batch.StepOut {
 	out := batch.StepOut{Tokens: m.Verify(rows, drafts, q, p, sm.Seed, sm.Choice, uint32(pos0+n-nd))}
 	if sm.Logprobs {
 		for i, tok := range out.Tokens {
-			lp, ids, lps := kernelref.Logprobs(rows[i*V:(i+1)*V], tok, sm.TopLogprobs)
-			tl := batch.TokenLogprob{Logprob: lp}
-			for k := range ids {
-				tl.Top = append(tl.Top, batch.TopLogprob{Token: ids[k], Logprob: lps[k]})
-			}
-			out.Logprobs = append(out.Logprobs, tl)
+			out.Logprobs = append(out.Logprobs, rowLogprob(rows[i*V:(i+1)*V], tok, sm.TopLogprobs))
+		}
+	}
+	if st.Score && sm.Logprobs {
+		for j, d := range drafts {
+			out.Scores = append(out.Scores, rowLogprob(rows[j*V:(j+1)*V], d, sm.TopLogprobs))
 		}
 	}
 	return out
+}
+
+// rowLogprob is a processed row's logprob of tok and its top likeliest tokens.
+func rowLogprob(row []float32, tok, top int) batch.TokenLogprob {
+	lp, ids, lps := kernelref.Logprobs(row, tok, top)
+	tl := batch.TokenLogprob{Logprob: lp, Rank: kernelref.Rank(row, tok)}
+	for k := range ids {
+		tl.Top = append(tl.Top, batch.TopLogprob{Token: ids[k], Logprob: lps[k]})
+	}
+	return tl
 }
 
 // tokens are the first n tokens the pages of seq hold.

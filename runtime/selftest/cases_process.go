@@ -211,15 +211,20 @@ func checkLogprobs(c *checker, got []uint32, want []float32, toks []int, V, n, i
 			gotTok = f(row[1])
 		}
 		c.expect(fmt.Sprintf("seed %d row %d logprob", i, j), []float32{gotTok}, []float32{lpTok}, tol{atol: 2e-5, rtol: 1e-5})
+		gotRank := row[2]
+		if j == len(toks)-1 {
+			gotRank = row[3]
+		}
+		c.expectU32(fmt.Sprintf("seed %d row %d rank", i, j), []uint32{gotRank}, []uint32{uint32(kernelref.Rank(want[j*V:(j+1)*V], toks[j]))})
 		gotIDs, gotLps := make([]uint32, len(ids)), make([]float32, len(ids))
 		wantIDs := make([]uint32, len(ids))
 		for t := range ids {
-			gotIDs[t], gotLps[t], wantIDs[t] = row[2+2*t], f(row[3+2*t]), uint32(ids[t])
+			gotIDs[t], gotLps[t], wantIDs[t] = row[4+2*t], f(row[5+2*t]), uint32(ids[t])
 		}
 		c.expectU32(fmt.Sprintf("seed %d row %d top ids", i, j), gotIDs, wantIDs)
 		c.expect(fmt.Sprintf("seed %d row %d top logprobs", i, j), gotLps, lps, tol{atol: 2e-5, rtol: 1e-5})
 		if n < batch.MaxTopLogprobs { // past the n asked for: untouched
-			c.expectU32(fmt.Sprintf("seed %d row %d past top %d", i, j, n), row[2+2*len(ids):2+2*len(ids)+2], []uint32{PoisonU32, PoisonU32})
+			c.expectU32(fmt.Sprintf("seed %d row %d past top %d", i, j, n), row[4+2*len(ids):4+2*len(ids)+2], []uint32{PoisonU32, PoisonU32})
 		}
 	}
 }

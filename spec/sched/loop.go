@@ -91,12 +91,19 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 			break
 		}
 		cached, idle := pool.CachedPrefix(j.ctx, len(j.ctx)-1)
+		if j.scoring() { // every row is scored: nothing comes from the cache
+			cached, idle = 0, 0
+		}
 		if need -= cached / pool.PageSize; need+reserved > pool.Free()-idle && len(running) > 0 {
 			break
 		}
 		st := &seqState{seq: pool.NewSequence()}
 		st.acc.Seed(&s.acc, seedAcceptance)
-		st.fed = st.seq.MatchPrefix(j.ctx, len(j.ctx)-1)
+		if j.scoring() { // a preempted job scores its prompt again from the start
+			j.res.PromptLogprobs = j.res.PromptLogprobs[:0]
+		} else {
+			st.fed = st.seq.MatchPrefix(j.ctx, len(j.ctx)-1)
+		}
 		if j.kept != nil {
 			st.drafter, j.kept = j.kept, nil
 		} else if j.req.K > 0 && s.method != nil {
@@ -292,6 +299,18 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 		if st.fed >= len(j.ctx)-1 || budget < 1 {
 			continue
 		}
+		st.decoding = false
+		if j.scoring() { // n rows scored, and the next token as the last one's draft
+			n := min(budget-1, logitBudget-1, s.lim.MaxDraft, len(j.ctx)-1-st.fed)
+			if n < 1 {
+				continue
+			}
+			steps = append(steps, batch.SeqStep{Seq: st.seq, Tokens: j.ctx[st.fed : st.fed+n+1], NDraft: n, Sample: true,
+				Score: true, Sampling: batch.Sampling{Logprobs: true, TopLogprobs: j.req.PromptTop}, Keep: keep(st)})
+			in = append(in, j)
+			budget, logitBudget = budget-n-1, logitBudget-n-1
+			continue
+		}
 		n := min(budget, len(j.ctx)-st.fed)
 		last := st.fed+n == len(j.ctx)
 		if last && logitBudget < 1 {
@@ -301,7 +320,6 @@ func (s *Scheduler) plan(running []*job) stepPlan {
 		if n < 1 {
 			continue
 		}
-		st.decoding = false
 		var adj []batch.Adj
 		if last {
 			j.holdStops()

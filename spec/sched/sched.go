@@ -26,9 +26,16 @@ var ErrClosed = errors.New("scheduler closed")
 type Request struct {
 	Ctx      context.Context // cancelled: the request ends within a step (FinishCancelled)
 	Prompt   []int           // at least one token, shorter than the context
-	MaxNew   int             // new tokens at most (>= 1)
+	MaxNew   int             // new tokens at most (>= 1; 0 only with ScorePrompt: score alone)
 	Sampling batch.Sampling
-	Stop     []int // token ids that end it (not in the output)
+	// ScorePrompt asks for each prompt token's logprob after the ones before it (all but the
+	// first; Result.PromptLogprobs), with PromptTop (0..batch.MaxTopLogprobs) likeliest tokens
+	// each: the raw log-softmax of the model's logits, before any processor. The prompt then
+	// runs in steps of at most Limits.MaxDraft scored rows and takes nothing from the prefix
+	// cache.
+	ScorePrompt bool
+	PromptTop   int
+	Stop        []int // token ids that end it (not in the output)
 	// MinNew holds Stop back until that many tokens are generated (vLLM's min_tokens): they
 	// cannot be drawn before, and a step then verifies no draft past that point.
 	MinNew int
@@ -51,14 +58,16 @@ type Request struct {
 
 // Result is a finished request.
 type Result struct {
-	Tokens     []int                // generated, without the stop token
-	Logprobs   []batch.TokenLogprob // each token's, with Sampling.Logprobs
-	Finish     spec.FinishReason
-	Metrics    spec.Metrics
-	Preempted  int           // times its pages were taken back and its tokens recomputed
-	Queued     time.Duration // from Submit to its first step
-	FirstToken time.Duration // from Submit to its first token
-	Err        error
+	Tokens   []int                // generated, without the stop token
+	Logprobs []batch.TokenLogprob // each token's, with Sampling.Logprobs
+	// PromptLogprobs, with ScorePrompt, are Prompt[1:]'s logprobs (complete only when Err is nil).
+	PromptLogprobs []batch.TokenLogprob
+	Finish         spec.FinishReason
+	Metrics        spec.Metrics
+	Preempted      int           // times its pages were taken back and its tokens recomputed
+	Queued         time.Duration // from Submit to its first step
+	FirstToken     time.Duration // from Submit to its first token
+	Err            error
 }
 
 // Options size the scheduler.
@@ -136,6 +145,11 @@ type job struct {
 	adj       *batch.Adjustments
 }
 
+// scoring says whether the job's prompt is still being scored (Request.ScorePrompt).
+func (j *job) scoring() bool {
+	return j.req.ScorePrompt && len(j.res.PromptLogprobs) < len(j.req.Prompt)-1
+}
+
 // New makes a scheduler on m (speculating with method when it is not nil). Start it with Run.
 func New(m Target, method spec.Method, o Options) *Scheduler {
 	lim := m.Limits()
@@ -153,6 +167,10 @@ func (s *Scheduler) Submit(r *Request) <-chan Result {
 	j := &job{req: r, done: make(chan Result, 1), submitted: time.Now()}
 	if err := s.check(r); err != nil {
 		j.done <- Result{Err: err}
+		return j.done
+	}
+	if r.MaxNew == 0 && len(r.Prompt) == 1 { // nothing to score, nothing to generate
+		j.done <- Result{Finish: spec.FinishLength}
 		return j.done
 	}
 	j.ctx = append([]int(nil), r.Prompt...)
@@ -191,7 +209,7 @@ func (s *Scheduler) check(r *Request) error {
 		return fmt.Errorf("%w: empty prompt", batch.ErrBadInput)
 	case len(r.Prompt) >= s.lim.MaxSeq:
 		return fmt.Errorf("%w: a prompt of %d tokens leaves no room in a context of %d", kv.ErrContextFull, len(r.Prompt), s.lim.MaxSeq)
-	case r.MaxNew < 1:
+	case r.MaxNew < 1 && !(r.MaxNew == 0 && r.ScorePrompt):
 		return fmt.Errorf("%w: max new tokens %d", batch.ErrBadInput, r.MaxNew)
 	}
 	return nil

@@ -74,6 +74,19 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 		s.finish(j, "", out.Err)
 		return
 	}
+	if st.Score { // a scored prompt chunk: its drafts were the prompt's next tokens
+		if len(out.Scores) != st.NDraft {
+			s.finish(j, "", fmt.Errorf("sched: the target scored %d of %d prompt tokens", len(out.Scores), st.NDraft))
+			return
+		}
+		j.res.PromptLogprobs = append(j.res.PromptLogprobs, out.Scores...)
+		seq.fed += st.NDraft
+		seq.seq.Truncate(seq.fed)
+		if !j.scoring() && j.req.MaxNew == 0 {
+			s.finish(j, spec.FinishLength, nil)
+		}
+		return
+	}
 	before := st.Seq.Len() - len(st.Tokens)
 	accepted := len(out.Tokens) - 1
 	if accepted < 0 || accepted > st.NDraft || !slices.Equal(out.Tokens[:accepted], st.Tokens[len(st.Tokens)-st.NDraft:][:accepted]) {
