@@ -15,6 +15,7 @@ import (
 type TokenLogprob struct {
 	Token   int
 	Logprob float32
+	Rank    int // 1 + the tokens more likely at its position
 	Top     []TopLogprob
 }
 
@@ -37,6 +38,8 @@ type Result struct {
 	Metrics      spec.Metrics      // what speculation did
 	Preempted    int               // times its KV pages were taken back and recomputed
 	Logprobs     []TokenLogprob    // one per token of Tokens, when asked for
+	// PromptLogprobs, with GenerateOptions.PromptLogprobs, are PromptTokens[1:]'s.
+	PromptLogprobs []TokenLogprob
 }
 
 // Generate tokenizes prompt and generates after it (NewRequest, then Run).
@@ -69,7 +72,7 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 	stop = append(stop, o.StopTokenIDs...)
 	sr := &sched.Request{Ctx: ctx, Prompt: r.Prompt, MaxNew: r.maxNew, Sampling: o.Sampling,
 		Stop: stop, MinNew: o.MinTokens, K: r.k, FixedK: o.FixedSpeculation,
-		OneHotDrafts: o.OneHotDrafts, Emit: ts.push}
+		OneHotDrafts: o.OneHotDrafts, Emit: ts.push, ScorePrompt: o.PromptLogprobs, PromptTop: o.PromptTopLogprobs}
 	if r.g != nil {
 		sr.Grammar = r.g.NewMatcher()
 	}
@@ -99,6 +102,9 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 	if o.Logprobs {
 		out.Logprobs = engineLogprobs(out.Tokens, res.Logprobs)
 	}
+	if o.PromptLogprobs {
+		out.PromptLogprobs = engineLogprobs(r.Prompt[1:], res.PromptLogprobs)
+	}
 	out.Prefill = res.FirstToken
 	if res.FirstToken == 0 {
 		out.Prefill = end.Sub(start)
@@ -111,7 +117,7 @@ func (e *Engine) Run(ctx context.Context, r *Request) (*Result, error) {
 func engineLogprobs(tokens []int, lps []batch.TokenLogprob) []TokenLogprob {
 	out := make([]TokenLogprob, min(len(tokens), len(lps)))
 	for i := range out {
-		out[i] = TokenLogprob{Token: tokens[i], Logprob: lps[i].Logprob}
+		out[i] = TokenLogprob{Token: tokens[i], Logprob: lps[i].Logprob, Rank: lps[i].Rank}
 		for _, t := range lps[i].Top {
 			out[i].Top = append(out[i].Top, TopLogprob{Token: t.Token, Logprob: t.Logprob})
 		}

@@ -105,6 +105,16 @@ type GenerateOptions struct {
 	// against. No entry point gives it to users.
 	OneHotDrafts bool
 
+	// PromptLogprobs scores the prompt: Result.PromptLogprobs holds each prompt token's logprob
+	// after the tokens before it (all but the first), and its rank, with PromptTopLogprobs
+	// (0..MaxTopLogprobs, implying PromptLogprobs) likeliest tokens each: the model's raw
+	// log-softmax, before any processor (vLLM's prompt_logprobs). A scored prompt takes nothing
+	// from the prefix cache and runs in steps of up to the target's most drafts a step.
+	// ScoreOnly generates nothing after it (the OpenAI API's max_tokens 0 with echo).
+	PromptLogprobs    bool
+	PromptTopLogprobs int
+	ScoreOnly         bool
+
 	// Structured constrains the output to a JSON schema, free JSON, a regular expression, a
 	// choice or a GBNF grammar (structured outputs; nil: free text). The engine compiles it
 	// once per distinct spec and keeps the result for later requests.
@@ -180,6 +190,12 @@ func (o *GenerateOptions) Validate(vocab int) error {
 		return invalid("logit_bias", "logit_bias: %d entries, at most %d", len(o.LogitBias), MaxLogitBias)
 	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:
 		return invalid("top_logprobs", "top_logprobs %d: want 0..%d", o.TopLogprobs, MaxTopLogprobs)
+	case o.PromptTopLogprobs < 0 || o.PromptTopLogprobs > MaxTopLogprobs:
+		return invalid("prompt_logprobs", "prompt_logprobs %d: want 0..%d", o.PromptTopLogprobs, MaxTopLogprobs)
+	case o.ScoreOnly && !(o.PromptLogprobs || o.PromptTopLogprobs > 0):
+		return invalid("max_tokens", "max_tokens 0 generates nothing: it needs the prompt scored (echo with logprobs, or prompt_logprobs)")
+	case o.ScoreOnly && o.MinTokens > 0:
+		return invalid("min_tokens", "min_tokens %d with max_tokens 0", o.MinTokens)
 	case o.NumSpeculativeTokens < 0 || o.NumSpeculativeTokens > spec.MaxSpeculativeTokens:
 		return invalid("num_speculative_tokens", "num_speculative_tokens %d: want 1..%d (0: the engine's)", o.NumSpeculativeTokens, spec.MaxSpeculativeTokens)
 	case o.FixedSpeculation && o.NoSpeculation:
@@ -218,6 +234,7 @@ func (o *GenerateOptions) Validate(vocab int) error {
 	}
 	o.TopK = max(o.TopK, 0)
 	o.Logprobs = o.Logprobs || o.TopLogprobs > 0
+	o.PromptLogprobs = o.PromptLogprobs || o.PromptTopLogprobs > 0
 	return nil
 }
 
@@ -307,6 +324,9 @@ func (e *Engine) NewRequest(ctx context.Context, p Prompt, o GenerateOptions) (*
 	maxNew := e.cfg.MaxSeq // unset: the scheduler stops at the end of the context
 	if o.MaxTokens > 0 {
 		maxNew = o.MaxTokens
+	}
+	if o.ScoreOnly {
+		maxNew = 0
 	}
 	var g *grammar.Grammar
 	if o.Structured != nil {

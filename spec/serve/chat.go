@@ -27,7 +27,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.reply(w, r, rq, "chatcmpl-", func(id string, created int64) replier {
-		c := &chatReplier{s: s, id: id, created: created, rq: rq, logprobs: req.Logprobs}
+		c := &chatReplier{s: s, id: id, created: created, rq: rq, logprobs: req.Logprobs, promptLogprobs: req.PromptLogprobs != nil}
 		for range len(rq.prompts) * rq.n {
 			c.outs = append(c.outs, s.newChatOutput(rq.tools))
 		}
@@ -199,6 +199,8 @@ type chatReplier struct {
 	rq       *request
 	logprobs bool
 	outs     []*chatOutput // per choice index
+	// promptLogprobs: prompt_logprobs asked for (not streamed, as in vLLM)
+	promptLogprobs bool
 }
 
 func (c *chatReplier) chunk(ch ...chatChunkChoice) chatChunk {
@@ -295,6 +297,9 @@ func (c *chatReplier) whole(choices []*choice, u usage) any {
 			fr = "tool_calls"
 		}
 		rep.Choices = append(rep.Choices, chatChoice{Index: ch.index, Message: msg, FinishReason: fr, Logprobs: c.s.chatLogprobsOf(ch.res, c.logprobs)})
+	}
+	if len(choices) > 0 {
+		rep.PromptLogprobs = c.s.promptLogprobsOf(choices[0].res, c.promptLogprobs)
 	}
 	return rep
 }

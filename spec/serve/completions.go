@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"net/http"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // defaultCompletionTokens is OpenAI's max_tokens for completions when a request sets none.
@@ -20,8 +22,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	c := &completionReplier{s: s, rq: rq, logprobs: req.Logprobs, promptLogprobs: req.PromptLogprobs != nil}
+	if req.Echo {
+		for i, p := range req.Prompt.prompts {
+			c.echo = append(c.echo, s.echoText(p, rq.prompts[i], req.TruncatePromptTokens != 0))
+		}
+	}
 	s.reply(w, r, rq, "cmpl-", func(id string, created int64) replier {
-		return &completionReplier{s: s, id: id, created: created, rq: rq, logprobs: req.Logprobs != nil}
+		c.id, c.created = id, created
+		return c
 	})
 }
 
@@ -45,8 +54,6 @@ func (s *Server) completionRequest(ctx context.Context, req *completionRequest) 
 		return nil, invalid("prompt", codeInvalidValue, "prompt: an empty list")
 	case len(req.Prompt.prompts)*rq.n > MaxChoices:
 		return nil, invalid("n", codeInvalidValue, "%d prompts x n %d: at most %d choices a request", len(req.Prompt.prompts), rq.n, MaxChoices)
-	case req.Echo:
-		return nil, invalid("echo", codeUnsupported, "echo: not supported")
 	case req.Suffix != nil && *req.Suffix != "":
 		return nil, invalid("suffix", codeUnsupported, "suffix: not supported")
 	case req.BestOf != nil && *req.BestOf != rq.n:
@@ -54,6 +61,9 @@ func (s *Server) completionRequest(ctx context.Context, req *completionRequest) 
 	}
 	if req.Logprobs != nil {
 		o.Logprobs, o.TopLogprobs = true, *req.Logprobs
+	}
+	if req.Echo && (req.Logprobs != nil || o.ScoreOnly) { // the prompt's tokens are listed too
+		o.PromptLogprobs, o.PromptTopLogprobs = true, max(o.PromptTopLogprobs, o.TopLogprobs)
 	}
 	if err := s.prepare(ctx, rq, req.Prompt.prompts, o); err != nil {
 		return nil, err
@@ -63,11 +73,13 @@ func (s *Server) completionRequest(ctx context.Context, req *completionRequest) 
 
 // completionReplier builds completions replies and stream chunks.
 type completionReplier struct {
-	s        *Server
-	id       string
-	created  int64
-	rq       *request
-	logprobs bool
+	s              *Server
+	id             string
+	created        int64
+	rq             *request
+	logprobs       *int     // the request's logprobs (nil: none)
+	echo           []string // with echo: each prompt's text
+	promptLogprobs bool     // prompt_logprobs asked for
 }
 
 // chunk is a reply (or a stream event: the same object) holding ch.
@@ -75,7 +87,13 @@ func (c *completionReplier) chunk(ch ...completionChoice) completionReply {
 	return completionReply{ID: c.id, Object: "text_completion", Created: c.created, Model: c.s.name, Choices: ch}
 }
 
-func (c *completionReplier) start(*sseWriter) {}
+func (c *completionReplier) start(sw *sseWriter) {
+	for p, text := range c.echo {
+		for i := range c.rq.n {
+			sw.send(c.chunk(completionChoice{Index: p*c.rq.n + i, Text: text}))
+		}
+	}
+}
 
 func (c *completionReplier) text(sw *sseWriter, ch *choice, text string) {
 	sw.send(c.chunk(completionChoice{Index: ch.index, Text: text}))
@@ -83,7 +101,7 @@ func (c *completionReplier) text(sw *sseWriter, ch *choice, text string) {
 
 func (c *completionReplier) end(sw *sseWriter, ch *choice) {
 	fr := finishReason(ch.res.Finish)
-	sw.send(c.chunk(completionChoice{Index: ch.index, FinishReason: &fr, Logprobs: c.s.completionLogprobsOf(ch.res, c.logprobs)}))
+	sw.send(c.chunk(completionChoice{Index: ch.index, FinishReason: &fr, Logprobs: c.logprobsOf(ch)}))
 }
 
 func (c *completionReplier) usageChunk(u usage) any {
@@ -98,8 +116,32 @@ func (c *completionReplier) whole(choices []*choice, u usage) any {
 	rep.Usage = &u
 	for _, ch := range choices {
 		fr := finishReason(ch.res.Finish)
-		rep.Choices = append(rep.Choices, completionChoice{Index: ch.index, Text: ch.res.Text, FinishReason: &fr,
-			Logprobs: c.s.completionLogprobsOf(ch.res, c.logprobs)})
+		text := ch.res.Text
+		if c.echo != nil {
+			text = c.echo[ch.prompt] + text
+		}
+		rep.Choices = append(rep.Choices, completionChoice{Index: ch.index, Text: text, FinishReason: &fr,
+			Logprobs: c.logprobsOf(ch), PromptLogprobs: c.s.promptLogprobsOf(ch.res, c.promptLogprobs)})
 	}
 	return rep
+}
+
+// logprobsOf is a choice's logprobs (nil when none were asked for): with echo, its prompt's
+// tokens first.
+func (c *completionReplier) logprobsOf(ch *choice) *completionLogprobs {
+	if c.logprobs == nil {
+		return nil
+	}
+	if c.echo == nil {
+		return c.s.completionLogprobsOf(ch.res.Logprobs, 0)
+	}
+	res := ch.res
+	first := engine.TokenLogprob{Token: res.PromptTokens[0]}
+	lps := append(append([]engine.TokenLogprob{first}, res.PromptLogprobs...), res.Logprobs...)
+	lp := c.s.completionLogprobsOf(lps, 0)
+	lp.TokenLogprobs[0], lp.TopLogprobs[0] = nil, nil        // nothing comes before the first token
+	for i := range lp.TopLogprobs[1:len(res.PromptTokens)] { // prompt_logprobs may have asked for more
+		lp.TopLogprobs[1+i] = c.s.topOf(res.PromptLogprobs[i].Top[:min(*c.logprobs, len(res.PromptLogprobs[i].Top))])
+	}
+	return lp
 }

@@ -63,7 +63,8 @@
 // from --seed); n (1..16; the choices run concurrently, choice
 // i with its own random stream); stop (a string or up to 16, each 1..256 bytes, matched across
 // token boundaries and cut from the text); logprobs (chat: a boolean with top_logprobs 0..20;
-// completions: 0..20); presence_penalty and frequency_penalty (-2..2); repetition_penalty (> 0,
+// completions: 0..20); prompt scoring (score.go): completions' echo, vLLM's prompt_logprobs
+// (0..20, not streamed), max_tokens 0 with either; presence_penalty and frequency_penalty (-2..2); repetition_penalty (> 0,
 // 1 is off); logit_bias (up to 300 token ids, -100..100); vLLM's ignore_eos, stop_token_ids,
 // truncate_prompt_tokens (keep the prompt's last n tokens, -1 as many as fit), min_tokens,
 // include_stop_str_in_output, skip_special_tokens and spaces_between_special_tokens (both
@@ -74,7 +75,7 @@
 // EnableAutoToolChoice), chat_template_kwargs, reasoning_effort, documents,
 // add_generation_prompt and continue_final_message (passed to the chat template). user, and
 // chat's store, metadata, prompt_cache_key, safety_identifier and service_tier are accepted and
-// ignored; echo, suffix, best_of other than n and content parts other than text are refused;
+// ignored; suffix, best_of other than n and content parts other than text are refused;
 // any other top-level field is ignored with a line to Config.Warnings, as vLLM ignores it.
 //
 // Structured outputs (structured.go; docs/serving.md): response_format (json_object,

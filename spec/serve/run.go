@@ -150,28 +150,30 @@ func (s *Server) chatLogprobsOf(res *engine.Result, want bool) *chatLogprobs {
 	return lp
 }
 
-// completionLogprobsOf converts a result's logprobs to the completions' parallel lists, with
-// text offsets into the generated text (nil when none were asked for).
-func (s *Server) completionLogprobsOf(res *engine.Result, want bool) *completionLogprobs {
-	if !want {
-		return nil
-	}
-	lp := &completionLogprobs{TextOffset: []int{}, TokenLogprobs: []float32{}, Tokens: []string{}, TopLogprobs: []map[string]float32{}}
-	off := 0
-	for _, t := range res.Logprobs {
+// completionLogprobsOf converts logprobs to the completions' parallel lists, with text
+// offsets from off.
+func (s *Server) completionLogprobsOf(lps []engine.TokenLogprob, off int) *completionLogprobs {
+	lp := &completionLogprobs{TextOffset: []int{}, TokenLogprobs: []*float32{}, Tokens: []string{}, TopLogprobs: []map[string]float32{}}
+	for _, t := range lps {
 		text, _ := tokenText(s.tok, t.Token)
 		lp.TextOffset = append(lp.TextOffset, off)
 		off += len(text)
 		lp.Tokens = append(lp.Tokens, text)
-		lp.TokenLogprobs = append(lp.TokenLogprobs, t.Logprob)
-		top := map[string]float32{}
-		for _, tl := range t.Top {
-			tt, _ := tokenText(s.tok, tl.Token)
-			if _, dup := top[tt]; !dup {
-				top[tt] = tl.Logprob
-			}
-		}
-		lp.TopLogprobs = append(lp.TopLogprobs, top)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, &t.Logprob)
+		lp.TopLogprobs = append(lp.TopLogprobs, s.topOf(t.Top))
 	}
 	return lp
+}
+
+// topOf is a position's likeliest tokens as completions list them: by text, the likelier of
+// two tokens of one text.
+func (s *Server) topOf(top []engine.TopLogprob) map[string]float32 {
+	m := map[string]float32{}
+	for _, tl := range top {
+		tt, _ := tokenText(s.tok, tl.Token)
+		if _, dup := m[tt]; !dup {
+			m[tt] = tl.Logprob
+		}
+	}
+	return m
 }

@@ -33,14 +33,15 @@ type request struct {
 
 // options turns the fields chat and completions share into the engine's options. It checks
 // only what belongs to the wire, not to the engine: the model's name, stream_options without
-// stream, n, max_tokens being at least 1 (null means the rest of the context), and the shapes
+// stream, n, max_tokens being at least 1 (0: score the prompt alone; null: the rest of the
+// context), and the shapes
 // of the values; the engine's NewRequest validates the rest. maxTokens is the request's
 // max_tokens (or max_completion_tokens), named maxParam.
 func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*request, *engine.GenerateOptions, error) {
 	if f.Model != "" && f.Model != s.name {
 		return nil, nil, modelNotFound(f.Model, s.name)
 	}
-	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam, params: map[string]string{}}
+	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam, params: map[string]string{"max_tokens": maxParam}}
 	s.cfg.Defaults.apply(f)
 	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens,
 		MinTokens: f.MinTokens, IncludeStopStr: f.IncludeStopStrInOutput,
@@ -59,10 +60,13 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		rq.n = *f.N
 	}
 	if maxTokens != nil {
-		if *maxTokens < 1 {
-			return nil, nil, invalid(maxParam, codeInvalidValue, "%s %d: want at least 1", maxParam, *maxTokens)
+		if *maxTokens < 0 {
+			return nil, nil, invalid(maxParam, codeInvalidValue, "%s %d: want at least 1 (0 with the prompt scored)", maxParam, *maxTokens)
 		}
-		o.MaxTokens = *maxTokens
+		o.MaxTokens, o.ScoreOnly = *maxTokens, *maxTokens == 0
+	}
+	if err := scoreOptions(o, f.PromptLogprobs, f.Stream); err != nil {
+		return nil, nil, err
 	}
 	o.Temperature = 1 // OpenAI's default
 	floats := []struct {
@@ -118,12 +122,15 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 // prepare validates o and tokenizes each prompt (through the engine, once), and checks that
 // prompt and max_tokens fit the context as OpenAI's API does.
 func (s *Server) prepare(ctx context.Context, rq *request, prompts []engine.Prompt, o *engine.GenerateOptions) error {
-	if m := s.cfg.MaxLogprobs; m > 0 && o.TopLogprobs > m {
-		param := "top_logprobs"
+	if m := s.cfg.MaxLogprobs; m > 0 && max(o.TopLogprobs, o.PromptTopLogprobs) > m {
+		param, n := "top_logprobs", o.TopLogprobs
+		if o.PromptTopLogprobs > m {
+			param, n = "prompt_logprobs", o.PromptTopLogprobs
+		}
 		if p, ok := rq.params[param]; ok {
 			param = p
 		}
-		return invalid(param, codeInvalidValue, "%s %d: this server returns at most %d (--max-logprobs)", param, o.TopLogprobs, m)
+		return invalid(param, codeInvalidValue, "%s %d: this server returns at most %d (--max-logprobs)", param, n, m)
 	}
 	for _, p := range prompts {
 		r, err := s.e.NewRequest(ctx, p, *o)

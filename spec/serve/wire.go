@@ -44,6 +44,9 @@ type samplingFields struct {
 	SpacesBetweenSpecialTokens *bool `json:"spaces_between_special_tokens"`
 	// TruncatePromptTokens keeps the prompt's last n tokens (-1: as many as fit).
 	TruncatePromptTokens int `json:"truncate_prompt_tokens"`
+	// PromptLogprobs scores the prompt: each token's logprob and rank, with that many of the
+	// likeliest tokens at its position (score.go).
+	PromptLogprobs *int `json:"prompt_logprobs"`
 	// wspec's extension: per-request speculation.
 	Speculative *speculativeField `json:"speculative"`
 	// Structured outputs (structured.go): OpenAI's response_format, vLLM's structured_outputs
@@ -78,7 +81,7 @@ type completionRequest struct {
 	samplingFields
 	Prompt   promptField `json:"prompt"`
 	Logprobs *int        `json:"logprobs"`
-	Echo     bool        `json:"echo"`    // only false
+	Echo     bool        `json:"echo"`
 	Suffix   *string     `json:"suffix"`  // only empty
 	BestOf   *int        `json:"best_of"` // only n (or 1)
 }
@@ -244,16 +247,18 @@ type completionReply struct {
 }
 
 type completionChoice struct {
-	Index        int                 `json:"index"`
-	Text         string              `json:"text"`
-	Logprobs     *completionLogprobs `json:"logprobs"`
-	FinishReason *string             `json:"finish_reason"`
+	Index          int                        `json:"index"`
+	Text           string                     `json:"text"`
+	Logprobs       *completionLogprobs        `json:"logprobs"`
+	FinishReason   *string                    `json:"finish_reason"`
+	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
 }
 
-// completionLogprobs are the legacy completions logprobs: parallel lists per token.
+// completionLogprobs are the legacy completions logprobs: parallel lists per token. With
+// echo, the prompt's tokens come first, the first of them with null logprobs.
 type completionLogprobs struct {
 	TextOffset    []int                `json:"text_offset"`
-	TokenLogprobs []float32            `json:"token_logprobs"`
+	TokenLogprobs []*float32           `json:"token_logprobs"`
 	Tokens        []string             `json:"tokens"`
 	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
 }
@@ -266,6 +271,8 @@ type chatReply struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   usage        `json:"usage"`
+	// PromptLogprobs, with prompt_logprobs, are the (first) prompt's (vLLM's).
+	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
 }
 
 type chatChoice struct {
