@@ -57,13 +57,18 @@ type HostDrafter interface {
 
 // Proposal is one sequence's part of a Method.Propose call.
 type Proposal struct {
-	Drafter  Drafter
-	Ctx      []int          // the whole sequence so far, prompt and output (read only)
-	K        int            // drafts at most (>= 1)
-	Sampling batch.Sampling // how the target samples the sequence (a sampling drafter draws with its key)
+	Drafter Drafter
+	Ctx     []int // the whole sequence so far, prompt and output (read only)
+	K       int   // drafts at most (>= 1)
+	// Sampling is how the target samples the sequence. A sampling drafter draws draft j with
+	// the target's key and Gumbel noise at the draft's position (Seed, Choice, len(Ctx)+j, the
+	// token id): the scheduler accepts a draft iff it is the target's own draw there, so the
+	// closer the drafter's distribution to the target's, the likelier the two draws agree.
+	Sampling batch.Sampling
 	// Set by Propose: at most K drafts to follow Ctx (none is fine: the step then decodes one
-	// token), and Q, [len(Drafts), vocab], row j the distribution draft j was drawn from, which
-	// the rejection sampler then verifies against (nil: one-hot, for argmax or lookup drafts).
+	// token), and Q, [len(Drafts), vocab], row j the distribution draft j was drawn from (nil:
+	// argmax or lookup drafts). The scheduler verifies every draft one-hot and reads no Q; it
+	// is there for the drafters' tests and measurements.
 	Drafts []int
 	Q      []float32
 }
@@ -88,10 +93,6 @@ type Method interface {
 type Needs struct {
 	AuxLayers []int // the target layers whose entering residual stream it reads (EAGLE-3)
 	Features  bool  // it reads the target's feature slots (EAGLE, EAGLE-3, Medusa)
-	// DraftQ: it samples its drafts and returns their distribution (Proposal.Q), so the
-	// target keeps room for it on the device (MaxLogitRows x vocab floats). One-hot drafters
-	// (all the shipped ones) leave it false.
-	DraftQ bool
 }
 
 // Checkpoint is a drafter's checkpoint read into host memory and checked against the

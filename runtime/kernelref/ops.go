@@ -217,13 +217,17 @@ func Argmax(x []float32) int {
 	return best
 }
 
-// ArgmaxGumbel is argmax_rows with GUMBEL for row r: the index of the largest
-// x[i] * invT + Gumbel(seed, r, pos, i), in the device's f32 arithmetic (lowest index on
-// ties), a draw from softmax(x * invT).
-func ArgmaxGumbel(x []float32, invT float32, seed uint64, r, pos uint32) int {
+// ArgmaxGumbel is argmax_rows with GUMBEL: the index of the largest
+// x[i] * invT + Gumbel(seed, seq, pos, id_i), in the device's f32 arithmetic (lowest index on
+// ties), a draw from softmax(x * invT); id_i is i, or i + d2t[i] with a map (MAP).
+func ArgmaxGumbel(x []float32, invT float32, seed uint64, seq, pos uint32, d2t []int32) int {
 	best, at := float32(math.Inf(-1)), 0
 	for i, v := range x {
-		if s := v*invT + Gumbel(seed, r, pos, uint32(i)); s > best {
+		id := uint32(i)
+		if d2t != nil {
+			id = uint32(int32(i) + d2t[i])
+		}
+		if s := v*invT + Gumbel(seed, seq, pos, id); s > best {
 			best, at = s, i
 		}
 	}

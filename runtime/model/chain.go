@@ -30,8 +30,9 @@ type Chain struct {
 	Tokens []int // fed first (at least one); the last one's logits give the first token
 	K      int   // tokens to decode, 1..MaxChain
 	// Sampling, at a temperature T, samples the chain's tokens from softmax(logits / T) (the
-	// model's sampler with no other processing, keyed by a key of its own derived from Seed and
-	// Choice) and returns those distributions in Q; greedy, it takes the argmax (Q nil).
+	// model's sampler with no other processing, with the target's key and noise at each
+	// token's position: draw.go) and returns those distributions in Q; greedy, it takes the
+	// argmax (Q nil).
 	Sampling batch.Sampling
 	Out      []int     // set by DecodeChains
 	Q        []float32 // set by DecodeChains when sampling: [K, vocab]
@@ -119,7 +120,7 @@ func (m *Model) chain(chains []Chain) error {
 	for i, c := range chains {
 		steps[i] = batch.SeqStep{Seq: c.Seq, Tokens: c.Tokens[len(c.Tokens)-1:], Sample: true}
 		if t := c.Sampling.Temperature; t > 0 {
-			steps[i].Sampling = batch.Sampling{Temperature: t, Seed: drawKey(c.Sampling)}
+			steps[i].Sampling = batch.Sampling{Temperature: t, Seed: c.Sampling.Seed, Choice: c.Sampling.Choice} // coupled: draw.go
 			sampled = true
 		}
 		kmax = max(kmax, c.K)

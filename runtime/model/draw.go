@@ -12,25 +12,22 @@ import (
 // Drafting heads (EAGLE, EAGLE-3, Medusa) end in argmax_rows with GUMBEL: for a sequence
 // sampled at a temperature they draw their drafts from softmax(logits / T) on the device and
 // copy those logits out, and the host returns that distribution as the drafts' q.
+//
+// A draft is drawn with the target sampler's own key and noise at the draft's position (the
+// sequence's Seed and Choice, the token's position and id), so it is coupled to the target's
+// draw there: where the two distributions agree the draft is the target's draw, and the
+// verifier, which accepts a draft iff it is the target's draw, takes it. The output is the
+// target's draws whatever was drafted: a seeded request gives one text with or without
+// speculation (spec/sched).
 
 // drawParamBytes is one program's argmax_rows draw params: 1/T, the key's two words, the
-// position.
-const drawParamBytes = 16
-
-// drawKey is the head's own random key for a sequence sampled with s: the target's key
-// (Seed, Choice) mixed (splitmix64), so the drafts' noise is independent of the draws the
-// target's sampler makes with its key.
-func drawKey(s batch.Sampling) uint64 {
-	z := s.Seed ^ uint64(s.Choice)*0x9e3779b97f4a7c15 ^ 0xd1b54a32d192ed03
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
+// position, the sequence's choice, three unused words.
+const drawParamBytes = 32
 
 // drawParams is a program's draw params: the plain argmax when invT is 0, else a draw at
-// 1/T = invT keyed by key and the drafted token's position.
-func drawParams(invT float32, key uint64, pos int) []byte {
-	return runtime.U32Bytes([]uint32{math.Float32bits(invT), uint32(key), uint32(key >> 32), uint32(pos)})
+// 1/T = invT with the target's key for s at the drafted token's position pos.
+func drawParams(invT float32, s batch.Sampling, pos int) []byte {
+	return runtime.U32Bytes([]uint32{math.Float32bits(invT), uint32(s.Seed), uint32(s.Seed >> 32), uint32(pos), s.Choice, 0, 0, 0})
 }
 
 // distribution writes into q (the target's vocabulary) softmax(logits / T) of a head's

@@ -82,7 +82,7 @@ type eagleLayer struct {
 type eagleBufs struct {
 	tok, fin, e, u, x, qkv, att, h, logits, ids, pageTable *webgpu.Buffer
 	in                                                     *webgpu.Buffer // Draft's inputs: tokens, page tables, Step blocks, draw params
-	draw                                                   *webgpu.Buffer // [4] u32: argmax_rows' draw params for the next program
+	draw                                                   *webgpu.Buffer // [8] u32: argmax_rows' draw params for the next program
 	staging                                                *webgpu.Buffer // map-read copy of ids, per request
 	q                                                      logitsStage    // sampled drafts' logits rows, slot i*maxK + j
 }
@@ -219,7 +219,7 @@ func (e *Eagle) allocate() error {
 		{&b.u, chunk * 2 * H, "u"}, {&b.x, chunk * H, "x"}, {&b.qkv, chunk * qkvW, "qkv"},
 		{&b.att, chunk * c.NHeads * c.HeadDim, "att"}, {&b.h, chunk * 2 * c.HiddenDim, "h"},
 		{&b.logits, e.vOut, "logits"}, {&b.ids, e.maxK, "ids"}, {&b.pageTable, e.pagesPerSeq(), "page_table"},
-		{&b.in, int(e.inBytes() / 4), "inputs"}, {&b.draw, 4, "draw"},
+		{&b.in, int(e.inBytes() / 4), "inputs"}, {&b.draw, drawParamBytes / 4, "draw"},
 	}
 	for _, s := range sizes {
 		buf, err := e.d.NewStorage("eagle."+s.s, uint64(4*s.n))

@@ -14,8 +14,8 @@ type EagleDraft struct {
 	Ctx []int // the sequence so far (prompt and output); the drafts follow it
 	K   int   // drafts at most (the head drafts at most the target's MaxDraft)
 	// Sampling is how the target samples the sequence: at a temperature, the head samples
-	// its drafts from softmax(logits / T) with a key of its own derived from Seed and Choice,
-	// and returns that distribution in Q; greedy, it takes the argmax (Q nil).
+	// its drafts from softmax(logits / T) with the target's key and noise at each draft's
+	// position (draw.go), and returns that distribution in Q; greedy, it takes the argmax (Q nil).
 	Sampling batch.Sampling
 	Out      []int     // set by Draft
 	Q        []float32 // set by Draft when sampling: [len(Out), target vocab], row j draft j's distribution
@@ -92,10 +92,9 @@ func (e *Eagle) Draft(reqs []EagleDraft) error {
 			p.invT = 1 / t
 			sampled = true
 		}
-		key := drawKey(r.Sampling)
 		p.offDraw = uint64(len(blob))
 		for j := 0; j < max(p.k, 1); j++ { // the catch-up's, then each depth's
-			put(drawParams(p.invT, key, len(r.Ctx)+j))
+			put(drawParams(p.invT, r.Sampling, len(r.Ctx)+j))
 		}
 		plans[i] = p
 		work = true

@@ -37,7 +37,7 @@ type Medusa struct {
 	logits *webgpu.Buffer     // [vocab]
 	ids    *webgpu.Buffer     // [K] u32
 	stage  *webgpu.Buffer     // map-read copy of ids
-	draw   *webgpu.Buffer     // [4] u32: argmax_rows' draw params for the next head
+	draw   *webgpu.Buffer     // [8] u32: argmax_rows' draw params for the next head
 	drawIn *webgpu.Buffer     // [MaxSeqs, K] draw params, written once a Draft
 	q      logitsStage        // sampled heads' logits rows, slot i*K + k
 	norm   *runtime.Program   // rmsnorm of the row
@@ -225,8 +225,8 @@ type MedusaDraft struct {
 	Pos  int        // the position whose hidden state the heads read: one of the slot's rows
 	N    int        // the heads to run (at most K): head k predicts the token at Pos + 2 + k
 	// Sampling is how the target samples the sequence: at a temperature, each head samples its
-	// draft from softmax(logits / T) (a key of its own derived from Seed and Choice) and Q
-	// returns those distributions; greedy, the heads take the argmax (Q nil).
+	// draft from softmax(logits / T) with the target's key and noise at its position (draw.go)
+	// and Q returns those distributions; greedy, the heads take the argmax (Q nil).
 	Sampling batch.Sampling
 	Out      []int     // set by Draft: the heads' tokens
 	Q        []float32 // set by Draft when sampling: [len(Out), vocab]
@@ -249,9 +249,8 @@ func (md *Medusa) Draft(reqs []MedusaDraft) error {
 		if r.Sampling.Temperature > 0 {
 			invT[i] = 1 / r.Sampling.Temperature
 		}
-		key := drawKey(r.Sampling)
 		for k := range md.K {
-			draws = append(draws, drawParams(invT[i], key, r.Pos+2+k)...)
+			draws = append(draws, drawParams(invT[i], r.Sampling, r.Pos+2+k)...)
 		}
 	}
 	md.drawIn.Write(0, draws)

@@ -93,7 +93,7 @@ func argmaxGumbelRun(c *checker, mapped bool, cols, rows int) {
 	xb, mb := c.f32(x), c.u32(d2t)
 	differ := 0
 	for k := 0; k < keys; k++ {
-		seed, pos := c.rng.Uint64(), uint32(c.rng.Intn(1<<20))
+		seed, pos, seq := c.rng.Uint64(), uint32(c.rng.Intn(1<<20)), uint32(c.rng.Intn(16))
 		poison := make([]uint32, outOff+rows+1)
 		for i := range poison {
 			poison[i] = PoisonU32
@@ -103,7 +103,7 @@ func argmaxGumbelRun(c *checker, mapped bool, cols, rows int) {
 		if k == 0 {
 			it = 0 // draw[0] = 0: the plain argmax
 		}
-		draw := c.u32([]uint32{math.Float32bits(it), uint32(seed), uint32(seed >> 32), pos})
+		draw := c.u32([]uint32{math.Float32bits(it), uint32(seed), uint32(seed >> 32), pos, seq, PoisonU32, PoisonU32, PoisonU32})
 		c.dispatch(runtime.StepBlock{M: uint32(rows)}, runtime.KernelCall{Kernel: "argmax_rows", Weights: wgsl.F32, Overrides: o,
 			Params:  runtime.ArgmaxParams{Cols: uint32(cols), OutOff: outOff},
 			Buffers: []webgpu.Binding{{Buffer: xb}, {Buffer: mb}, {Buffer: out}, {Buffer: draw}},
@@ -111,7 +111,14 @@ func argmaxGumbelRun(c *checker, mapped bool, cols, rows int) {
 		got := c.readU32(out, len(poison))
 		want := append([]uint32(nil), poison...)
 		for r := 0; r < rows; r++ {
-			id := kernelref.ArgmaxGumbel(x[r*cols:(r+1)*cols], invT, seed, uint32(r), pos)
+			var m []int32
+			if mapped {
+				m = make([]int32, cols)
+				for i, d := range d2t {
+					m[i] = int32(d)
+				}
+			}
+			id := kernelref.ArgmaxGumbel(x[r*cols:(r+1)*cols], invT, seed, seq, pos, m)
 			if it == 0 {
 				id = kernelref.Argmax(x[r*cols : (r+1)*cols])
 			}

@@ -35,7 +35,7 @@ func init() {
 // draftCheckpoint is a draft model not yet opened: its weights are read when it loads.
 type draftCheckpoint struct{ path string }
 
-func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{DraftQ: true} }
+func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{} }
 
 // Load streams the draft model to the target's device (its float matrices in the target's
 // weight type, quantized GGUF ones as they are, its KV cache in the target's KV type), with a

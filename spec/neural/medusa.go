@@ -30,7 +30,7 @@ type medusaCheckpoint struct {
 	w   *weights.Medusa
 }
 
-func (c medusaCheckpoint) Needs() spec.Needs { return spec.Needs{Features: true, DraftQ: true} }
+func (c medusaCheckpoint) Needs() spec.Needs { return spec.Needs{Features: true} }
 
 func (c medusaCheckpoint) Load(target *model.Model) (spec.Method, error) {
 	heads, err := model.NewMedusa(target, c.w)

@@ -36,7 +36,6 @@ func Load(ck spec.Checkpoint, target *model.Model) (spec.Method, error) {
 // ModelOptions sets what a target model needs for a drafter of needs.
 func ModelOptions(o *model.Options, needs spec.Needs) {
 	o.AuxLayers = needs.AuxLayers
-	o.DraftQ = needs.DraftQ
 	if needs.Features {
 		o.FeatureSlots = model.SlotPerSequence
 	}

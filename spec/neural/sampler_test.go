@@ -13,8 +13,8 @@ import (
 	"github.com/wspec/wspec/wgsl"
 )
 
-// The device's rejection sampler, with drafts sampled from a q the drafter returns (k = 2),
-// draws from the exact distribution, through the scheduler as it serves (many sequences per
+// The device's sampler, with drafts sampled from a peaked q with the target's keys (k = 2)
+// and verified one-hot, draws from the exact distribution, through the scheduler as it serves (many sequences per
 // step), with an f32 and an f16 KV cache (the drafts are verified against the same cache as
 // the rest); the thresholds scale with N, and the broken samplers still fail at that N.
 func TestSpeculativeDistributionDevice(t *testing.T) {
@@ -27,7 +27,7 @@ func speculativeDistributionDevice(t *testing.T, kv wgsl.WeightType) {
 	const N = 4000
 	w := schedtest.DistWeights()
 	m := newDeviceModelKV(t, w, kv)
-	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 1)
+	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 3)
 	for _, s := range schedtest.DistSettings {
 		exact := schedtest.ExactJoint(w, kernelref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
 		start := time.Now()

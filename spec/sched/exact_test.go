@@ -137,8 +137,8 @@ func TestSeededReproducible(t *testing.T) {
 	}
 }
 
-// 10^4 speculative samples (k = 3, drafts sampled from q, which the sampler verifies with
-// min(1, p/q)) match the exact distribution and plain sampling; the broken samplers fail.
+// 10^4 speculative samples (k = 3, drafts sampled from a peaked q with the target's keys,
+// verified one-hot) match the exact distribution and plain sampling; the broken samplers fail.
 func TestSpeculativeDistribution(t *testing.T) {
 	const N = 10000
 	w := schedtest.DistWeights()
@@ -149,7 +149,7 @@ func TestSpeculativeDistribution(t *testing.T) {
 		}
 		return m
 	}
-	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 1)
+	drafter := schedtest.NewStochastic(schedtest.DistConfig.Vocab, 9, 3)
 	for _, s := range schedtest.DistSettings {
 		exact := schedtest.ExactJoint(w, kernelref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
 		plain, err := schedtest.SampleJoint(target(""), nil, N, 1<<32, s, 0)

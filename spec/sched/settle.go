@@ -33,11 +33,12 @@ func (s *Scheduler) propose(props []spec.Proposal, at []int, steps []batch.SeqSt
 		if s.o.Cost != nil {
 			s.o.Cost.ObserveDraft(len(pr.Drafts), share)
 		}
+		// Verified one-hot, q or not: a draft passes iff it is the target's own draw (a
+		// sampling drafter draws with the target's key and noise, so the two are coupled), so
+		// the output is the target's draws whatever was drafted, and a seeded request's text
+		// does not depend on the drafter, the draft lengths or what else is batched.
 		steps[i].Tokens = append(steps[i].Tokens, pr.Drafts...)
-		steps[i].NDraft, steps[i].Q = len(pr.Drafts), pr.Q
-		if len(pr.Drafts) == 0 {
-			steps[i].Q = nil
-		}
+		steps[i].NDraft = len(pr.Drafts)
 	}
 }
 
@@ -45,9 +46,6 @@ func (s *Scheduler) propose(props []spec.Proposal, at []int, steps []batch.SeqSt
 // takes; drafts that fail it are not verified (the step decodes one token).
 func checkDrafts(p spec.Proposal, lim batch.Limits) error {
 	vocab := lim.Vocab
-	if p.Q != nil && len(p.Drafts) > 0 && lim.NoDraftQ {
-		return fmt.Errorf("drafts with q, and the target keeps no room for q (the method's Needs.DraftQ is false)")
-	}
 	if len(p.Drafts) > p.K {
 		return fmt.Errorf("%d drafts, %d asked for", len(p.Drafts), p.K)
 	}

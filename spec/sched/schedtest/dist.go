@@ -277,10 +277,11 @@ func normalQuantile(p float64) float64 {
 }
 
 // Broken samplers (ref.Model.Verify) the checks must catch: "accept-all" (every draft
-// passes), "recover-from-p" (a rejected draft is replaced by a sample of p' rather than of
-// max(p' - q', 0)) and "keys-off-by-one" (in a step with drafts, row j keyed with the
-// position of the token fed rather than the one produced, so a recovered token reuses the
-// Gumbel noise of the token before it).
+// passes), "recover-from-p" (a draft passes with probability p'(d), by a uniform of its own,
+// rather than iff it is the row's draw, which then replaces a rejected one: the classic bug of
+// rejection sampling with a one-hot q) and "keys-off-by-one" (in a step with drafts, row j
+// keyed with the position of the token fed rather than the one produced, so a token reuses
+// the Gumbel noise of the token before it).
 var Broken = map[string]func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int{
 	"accept-all": func(rows []float32, drafts []int, q []float32, p kernelref.SamplingParams, seed uint64, seq, pos0 uint32) []int {
 		V := len(rows) / (len(drafts) + 1)

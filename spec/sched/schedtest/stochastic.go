@@ -15,9 +15,9 @@ import (
 
 // Stochastic is a method whose drafter samples each draft from a fixed distribution Q over
 // the vocabulary (a softmax of random logits, unrelated to the target's p) and returns Q as
-// the draft's q, so the rejection sampler must verify with min(1, p/q) and recover from
-// max(p - q, 0). Its draws use their own keys (the proposal's seed, sequence 0x5EED, the
-// position, the token), independent of the target's.
+// the draft's q. Its draws use the target's keys (the proposal's seed and choice, the
+// position, the token), as the device's sampling drafters do, so they are coupled to the
+// target's draws.
 type Stochastic struct {
 	Q []float32 // [vocab]
 }
@@ -53,7 +53,7 @@ func (d *Stochastic) Propose(ps []spec.Proposal) error {
 	for i, p := range ps {
 		ps[i].Drafts, ps[i].Q = nil, nil
 		for j := range p.K {
-			ps[i].Drafts = append(ps[i].Drafts, kernelref.GumbelMax(w, p.Sampling.Seed, 0x5EED, uint32(len(p.Ctx)+j)))
+			ps[i].Drafts = append(ps[i].Drafts, kernelref.GumbelMax(w, p.Sampling.Seed, p.Sampling.Choice, uint32(len(p.Ctx)+j)))
 			ps[i].Q = append(ps[i].Q, d.Q...)
 		}
 	}
