@@ -22,7 +22,8 @@ import (
 
 const scoreWindow = 512
 
-// scorePPLTol is the relative perplexity difference allowed per model (measured: see the log).
+// scorePPLTol is the relative perplexity difference allowed per model (measured: SmolLM2
+// 104.87 against 105.44, 0.54% apart; Qwen2.5-Coder 0.5B 86.14 against 86.17, 0.03%).
 var scorePPLTol = map[string]float64{"smollm2-135m-instruct-q4_1": 0.01, "qwen2.5-coder-0.5b-instruct-q4_k_m": 0.01}
 
 type scoreWindowRun struct {
