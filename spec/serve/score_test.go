@@ -6,12 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wspec/wspec/runtime/kernelref"
+	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/weights"
 )
 
 // Scoring a prompt as lm-evaluation-harness does (token ids, echo, logprobs 1, max_tokens 0)
 // gives each prompt token's logprob after the ones before it: the first null, the others the
-// logprob the engine gives that token when it generates it greedily; the text is the prompt's.
+// reference model's (runtime/ref on the same weights) within 1e-3, and for the tokens the
+// engine generated greedily their logprobs then; the text is the prompt's.
 // prompt_logprobs gives the same numbers in vLLM's shape, with ranks, beside a generation.
 func TestScorePrompt(t *testing.T) {
 	f := specServer(t)
@@ -50,6 +54,18 @@ func TestScorePrompt(t *testing.T) {
 	}
 	if c.Text != f.e.Tokenizer().Decode(ids) || c.FinishReason != "length" || rep.Usage.CompletionTokens != 0 || rep.Usage.PromptTokens != len(ids) {
 		t.Errorf("text %q, finish %q, usage %+v", c.Text, c.FinishReason, rep.Usage)
+	}
+	w, err := weights.LoadLlama(storiesDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, _ := ref.NewLlamaState(w).Forward(ids)
+	V := w.Cfg.Vocab
+	for i := 1; i < len(ids); i++ {
+		want, _, _ := kernelref.Logprobs(logits[(i-1)*V:i*V], ids[i], 0)
+		if got := lp.TokenLogprobs[i]; got == nil || math.Abs(*got-float64(want)) > 1e-3 {
+			t.Errorf("token %d: scored %v, the reference model %v", i, got, want)
+		}
 	}
 	for i, g := range res.Logprobs { // generated greedily: the top token, with the same logprob
 		got := lp.TokenLogprobs[len(res.PromptTokens)+i]
