@@ -89,5 +89,6 @@ func (r *rules) add(base string, body *node) int {
 	return i
 }
 
-// maxRepeat bounds the count of a bounded repetition ({m,n}); each copy is compiled.
+// maxRepeat bounds the count of a bounded repetition ({m,n}) compiled as copies of its body
+// (a prefix-free body is called instead, up to maxLifted times: lift.go).
 const maxRepeat = 10000

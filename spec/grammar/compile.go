@@ -21,6 +21,10 @@ const (
 	maxNFAStates = 400000
 	maxDFAStates = 60000
 	maxRules     = 5000
+	// maxMinimized is the most states a rule's automaton is minimised at: Moore's refinement
+	// takes as many rounds as its longest chain of distinct states, quadratic in a counted
+	// repetition's chain (lift.go), which is minimal already.
+	maxMinimized = 2048
 )
 
 // dfa is one rule compiled: a deterministic automaton over bytes whose states may also call
@@ -122,8 +126,12 @@ func (a *nfa) build(n *node, from int32) (int32, error) {
 		}
 		return end, nil
 	case kRepeat:
-		if n.max >= 0 && n.max < n.min || n.min > maxRepeat || n.max > maxRepeat {
-			return 0, fmt.Errorf("%w: a repetition {%d,%d} (at most %d)", ErrUnsupported, n.min, n.max, maxRepeat)
+		limit := maxRepeat
+		if n.kids[0].k == kRef { // a call a count (lift.go)
+			limit = maxLifted
+		}
+		if n.max >= 0 && n.max < n.min || n.min > limit || n.max > limit {
+			return 0, fmt.Errorf("%w: a repetition {%d,%d} (at most %d)", ErrUnsupported, n.min, n.max, limit)
 		}
 		cur := from
 		for range n.min {
@@ -217,7 +225,7 @@ func compileRule(body *node, b *budget) (*dfa, error) {
 	if _, err := intern([]int32{start}); err != nil {
 		return nil, err
 	}
-	var rows [][256]int32
+	var rows []*[256]int32 // pointers: a counted repetition's many rows grow without copies
 	var accept []bool
 	var calls [][]call
 	for i := 0; i < len(sets); i++ {
@@ -242,7 +250,7 @@ func compileRule(body *node, b *budget) (*dfa, error) {
 				}
 			}
 		}
-		var row [256]int32
+		row := new([256]int32)
 		byKey := map[string]int32{}
 		for b := range 256 {
 			row[b] = -1
@@ -272,12 +280,19 @@ func compileRule(body *node, b *budget) (*dfa, error) {
 		calls = append(calls, cs)
 	}
 	d := &dfa{accept: accept, calls: calls, nstates: len(rows)}
-	// Byte classes: bytes whose columns are equal.
+	// Byte classes: bytes whose columns are equal (over the rows that tell bytes apart: a
+	// row of one target for every byte splits no class).
+	var splitting []*[256]int32
+	for _, row := range rows {
+		if slices.ContainsFunc(row[1:], func(t int32) bool { return t != row[0] }) {
+			splitting = append(splitting, row)
+		}
+	}
 	cols := map[string]uint8{}
-	col := make([]int32, len(rows))
+	col := make([]int32, len(splitting))
 	for b := range 256 {
-		for s := range rows {
-			col[s] = rows[s][b]
+		for s, row := range splitting {
+			col[s] = row[b]
 		}
 		k := setKey(col)
 		c, ok := cols[k]
@@ -294,7 +309,9 @@ func compileRule(body *node, b *budget) (*dfa, error) {
 			d.trans[s*d.nclass+int(d.class[b])] = rows[s][b]
 		}
 	}
-	d.minimize()
+	if len(rows) <= maxMinimized {
+		d.minimize()
+	}
 	return d, nil
 }
 

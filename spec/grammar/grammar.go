@@ -25,6 +25,9 @@ type Grammar struct {
 
 // build compiles r (rule root first) for vocabulary v.
 func build(r *rules, root int, v *Vocab, source string) (*Grammar, error) {
+	if err := r.liftRepeats(); err != nil {
+		return nil, err
+	}
 	if len(r.body) > maxRules {
 		return nil, fmt.Errorf("%w: the grammar is too large (%d rules, at most %d)", ErrUnsupported, len(r.body), maxRules)
 	}

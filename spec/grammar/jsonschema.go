@@ -292,8 +292,14 @@ func (c *schemaCompiler) ref(r, path string) (*node, error) {
 	return ref(i), nil
 }
 
-// count reads a non-negative integer keyword (-1 when absent).
+// count reads a non-negative integer keyword (-1 when absent): a string's length (the
+// repetition of a character: lift.go counts it up to maxLifted) or an array's items (copies,
+// up to maxRepeat).
 func count(s *object, k, path string) (int, error) {
+	limit := maxRepeat
+	if strings.HasSuffix(k, "Length") {
+		limit = maxLifted
+	}
 	v, ok := s.get(k)
 	if !ok {
 		return -1, nil
@@ -308,14 +314,14 @@ func count(s *object, k, path string) (int, error) {
 		i = int64(f)
 	}
 	switch upper := strings.HasPrefix(k, "max"); {
-	case i <= maxRepeat:
+	case i <= int64(limit):
 		return int(i), nil
 	case upper && i >= noContextHolds:
 		return -1, nil // no output of a context could reach it: no bound
 	case upper:
-		return 0, unsupported(path, fmt.Sprintf("%s %d (bounds up to %d are compiled, and from %d on, which no context holds, none is needed)", k, i, maxRepeat, noContextHolds))
+		return 0, unsupported(path, fmt.Sprintf("%s %d (bounds up to %d are compiled, and from %d on, which no context holds, none is needed)", k, i, limit, noContextHolds))
 	}
-	return 0, unsupported(path, fmt.Sprintf("%s %d (at most %d)", k, i, maxRepeat))
+	return 0, unsupported(path, fmt.Sprintf("%s %d (at most %d)", k, i, limit))
 }
 
 // noContextHolds is a count of characters or items no model's context holds (each takes a

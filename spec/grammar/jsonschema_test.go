@@ -113,7 +113,7 @@ func TestSchemaUnsupported(t *testing.T) {
 // context could reach bounds nothing.
 func TestSchemaCountBounds(t *testing.T) {
 	for schema, want := range map[string]string{
-		`{"type":"object","properties":{"s":{"type":"string","maxLength":20000}}}`: "maxLength 20000",
+		`{"type":"object","properties":{"s":{"type":"string","maxLength":60000}}}`: "maxLength 60000",
 		`{"type":"string","minLength":1000000000}`:                                 "minLength 1000000000",
 		`{"type":"array","items":{"type":"integer"},"minItems":20000}`:             "minItems 20000",
 	} {
@@ -122,7 +122,7 @@ func TestSchemaCountBounds(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal naming %q", schema, err, want)
 		}
 	}
-	if _, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"object","properties":{"s":{"type":"string","maxLength":20000}}}`}, testVocab()); !strings.Contains(err.Error(), "#/properties/s") {
+	if _, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"object","properties":{"s":{"type":"string","maxLength":60000}}}`}, testVocab()); !strings.Contains(err.Error(), "#/properties/s") {
 		t.Errorf("the refusal names no path: %v", err)
 	}
 	for _, schema := range []string{`{"type":"string","maxLength":1e9}`, `{"type":"array","items":{"type":"string"},"maxItems":1e9}`, `{"type":"string","maxLength":1e400}`} {

@@ -71,12 +71,15 @@ func numberNode(integer bool) *node {
 const label = `[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,20}[a-zA-Z0-9])?`
 
 // formats are the string formats written (as patterns); other formats are annotations, and
-// their strings are free.
+// their strings are free. Each pattern writes a part of its format's language that the
+// validators applications use accept too: times in UTC ("Z", as zod's datetime() wants by
+// default), version-4 UUIDs (zod 4's uuid() wants a version and the RFC's variant), e-mail
+// local parts without "%" (zod's email()).
 var formats = map[string]string{
 	"date":      `\d{4}-(?:(?:01|03|05|07|08|10|12)-(?:0[1-9]|[12]\d|3[01])|(?:04|06|09|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8]))`,
-	"time":      `(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)`,
-	"uuid":      `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`,
-	"email":     `[a-zA-Z0-9_%+-]{1,15}(?:\.[a-zA-Z0-9_%+-]{1,15}){0,3}@` + label + `(?:\.` + label + `){0,3}\.[a-zA-Z]{2,10}`,
+	"time":      `(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?Z`,
+	"uuid":      `[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`,
+	"email":     `[a-zA-Z0-9_+-]{1,15}(?:\.[a-zA-Z0-9_+-]{1,15}){0,3}@` + label + `(?:\.` + label + `){0,3}\.[a-zA-Z]{2,10}`,
 	"hostname":  label + `(?:\.` + label + `){0,3}`,
 	"uri":       `https?://` + label + `(?:\.` + label + `){0,3}(?:/[a-zA-Z0-9._~-]{1,30}){0,4}`,
 	"ipv4":      `(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`,
