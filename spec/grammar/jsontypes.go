@@ -100,8 +100,18 @@ func (c *schemaCompiler) str(s *object, path string) (*node, error) {
 	p, hasP := s.get("pattern")
 	f, hasF := s.get("format")
 	fs, _ := f.(string)
-	if re, known := formats[fs]; hasF && known && !hasP {
-		p, hasP = re, true
+	if re, known := formats[fs]; hasF && known {
+		if ps, isStr := p.(string); !hasP {
+			p, hasP = re, true
+		} else if isStr {
+			within, err := formatWithin(re, ps, c.r.budget)
+			if err != nil {
+				return nil, err
+			}
+			if within { // the format's strings keep to the pattern (within.go)
+				p = re
+			}
+		}
 	}
 	if hasP {
 		ps, ok := p.(string)
