@@ -12,7 +12,8 @@ import (
 // in the order written; required ones always, optional ones each maybe; no other keys
 // generated), free dictionaries (additionalProperties without properties), arrays (items,
 // prefixItems, minItems, maxItems), strings (minLength, maxLength, pattern, format date,
-// time, date-time, uuid, email, ipv4, hostname, uri; other formats are annotations), integers and numbers (bounds: the values generated
+// time, date-time, uuid, email, ipv4, hostname, uri; other formats are annotations; a format
+// beside a pattern it keeps to is written by the format: within.go), integers and numbers (bounds: the values generated
 // keep within the integers inside them), booleans, null, enum, const, anyOf, oneOf (as
 // anyOf), a one-schema allOf, type lists, $ref into the document ($defs, definitions, #).
 // Annotations (title, description, default, examples, ...) are ignored. Any other
