@@ -25,6 +25,9 @@ type node struct {
 	kids     []*node
 	min, max int
 	rule     int
+	// splits, on a repetition, says its body's words split a text of them one way only,
+	// which its maker knows (JSON's comma-separated items): lift.go may call the body.
+	splits bool
 }
 
 func empty() *node                  { return &node{k: kEmpty} }

@@ -293,14 +293,10 @@ func (c *schemaCompiler) ref(r, path string) (*node, error) {
 	return ref(i), nil
 }
 
-// count reads a non-negative integer keyword (-1 when absent): a string's length (the
-// repetition of a character: lift.go counts it up to maxLifted) or an array's items (copies,
-// up to maxRepeat).
+// count reads a non-negative integer keyword (-1 when absent): a string's length or an
+// array's items, both counted by calls up to maxLifted (lift.go).
 func count(s *object, k, path string) (int, error) {
-	limit := maxRepeat
-	if strings.HasSuffix(k, "Length") {
-		limit = maxLifted
-	}
+	limit := maxLifted
 	v, ok := s.get(k)
 	if !ok {
 		return -1, nil

@@ -282,7 +282,9 @@ func (c *schemaCompiler) array(s *object, path string) (*node, error) {
 		}
 		first := sep(item)
 		need := max(lo-i-1, 0)
-		rest := seq(first, rep(seq(ws, lit(","), ws, item), need, more))
+		items := rep(seq(ws, lit(","), ws, item), need, more)
+		items.splits = true // each item follows its own comma, and JSON values parse one way
+		rest := seq(first, items)
 		if i >= lo {
 			return opt(rest)
 		}

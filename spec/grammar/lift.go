@@ -16,8 +16,8 @@ const liftMin = 16
 // maxLifted bounds the count of a repetition that calls its body (one state a count).
 const maxLifted = 50000
 
-// liftRepeats rewrites every rule's large repetitions of a prefix-free body into calls of a
-// rule holding the body (one rule per distinct body node). Nodes may be shared between rules,
+// liftRepeats rewrites every rule's large repetitions of a prefix-free body (or one its maker
+// marked as splitting one way: JSON arrays' items) into calls of a rule holding the body (one rule per distinct body node). Nodes may be shared between rules,
 // so the rewrite copies what it changes and leaves the rest alone.
 func (r *rules) liftRepeats() error {
 	lifted := map[*node]int{} // a body node's rule
@@ -46,7 +46,10 @@ func (r *rules) liftRepeats() error {
 			body := out.kids[0]
 			id, ok := lifted[body]
 			if !ok {
-				free, err := r.prefixFree(body)
+				free, err := out.splits, error(nil)
+				if !free {
+					free, err = r.prefixFree(body)
+				}
 				if err != nil {
 					return nil, err
 				}

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -92,5 +93,52 @@ func BenchmarkCompileMaxLength20000(b *testing.B) {
 		if _, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"string","maxLength":20000}`}, v); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// An array of up to 20000 items counts them by calls too (its items split at their commas
+// one way), and takes exactly 15000..20000 of them.
+func TestCountedItems(t *testing.T) {
+	g, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"array","items":{"type":"integer"},"minItems":15000,"maxItems":20000}`}, testVocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := 0
+	for _, d := range g.rules {
+		states += d.nstates
+	}
+	if states > 21000 {
+		t.Errorf("%d automaton states for maxItems 20000: the items were copied", states)
+	}
+	for n, want := range map[int]bool{14999: false, 15000: true, 20000: true, 20001: false} {
+		items := strings.Repeat("12, ", n-1) + "3"
+		if got := accepts(g, "["+items+"]"); got != want {
+			t.Errorf("%d items: matched %v", n, got)
+		}
+	}
+}
+
+// Random walks of a counted array of objects (masks checked against Accept token by token)
+// end as arrays of 17..30 items that parse.
+func TestCountedItemsWalk(t *testing.T) {
+	g, err := Compile(Spec{Kind: JSONSchema, Text: `{"type":"array","items":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},"minItems":17,"maxItems":30}`}, testVocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ended := 0
+	for range 6 {
+		text, ok := walk(t, g, rng, 600, 0.5, true)
+		if !ok {
+			continue
+		}
+		ended++
+		var items []map[string]int
+		if err := json.Unmarshal([]byte(text), &items); err != nil || len(items) < 17 || len(items) > 30 {
+			t.Errorf("%q: %d items, %v", text, len(items), err)
+		}
+	}
+	if ended == 0 {
+		t.Error("no walk ended")
 	}
 }
