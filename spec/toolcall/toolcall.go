@@ -36,10 +36,15 @@ type format struct {
 	end string
 	// parse reads the text from the marker on (marker included) into calls.
 	parse func(text string) ([]Call, error)
+	// bare: a reply that opens with a JSON object, or with a ```json (or plain ```) fence,
+	// is held back to its end and read as calls when it is nothing but calls with their
+	// arguments, as llama.cpp's Hermes parser reads them: Qwen2.5-Coder writes its calls so,
+	// without the marker (loose.go).
+	bare bool
 }
 
 var formats = map[string]format{
-	"hermes":      {start: "<tool_call>", end: "</tool_call>", parse: parseHermes},
+	"hermes":      {start: "<tool_call>", end: "</tool_call>", parse: parseHermes, bare: true},
 	"llama3_json": {start: "<|python_tag|>", asWhole: true, parse: parseLlama3},
 	"mistral":     {start: "[TOOL_CALLS]", parse: parseMistral},
 }
@@ -79,7 +84,8 @@ type Stream struct {
 	inCalls bool
 	done    int  // the length of s.calls's text already read into calls (formats with end)
 	sent    int  // the calls already returned
-	decided bool // asWhole: whether the reply is calls is known
+	decided bool // asWhole: whether the reply is calls is known (bare: whether it may be)
+	holding bool // bare: the reply opened as calls may; it is held back to Finish
 }
 
 // NewStream starts a parse with the named parser (see Valid).
@@ -92,10 +98,20 @@ func (s *Stream) Push(text string) (content string, calls []Call) {
 		s.calls.WriteString(text)
 		return "", s.early()
 	}
+	if s.holding {
+		s.pending += text
+		return "", nil
+	}
 	text = s.pending + text
 	s.pending = ""
 	if s.f.asWhole {
 		return s.pushWhole(text), nil
+	}
+	if s.f.bare && !s.decided {
+		if s.holding = s.bareOpening(text); s.holding || !s.decided {
+			s.pending = text
+			return "", nil
+		}
 	}
 	if i := strings.Index(text, s.f.start); i >= 0 {
 		s.inCalls = true
@@ -156,6 +172,14 @@ func (s *Stream) early() []Call {
 // Finish ends the reply: the content still held back and the calls. Text that does not parse
 // as calls is returned as content, whole.
 func (s *Stream) Finish() (content string, calls []Call) {
+	if s.holding {
+		text := s.pending
+		s.pending, s.holding = "", false
+		if calls, ok := bareCalls(text); ok {
+			return "", calls
+		}
+		return text, nil
+	}
 	if !s.inCalls {
 		out := s.pending
 		s.pending = ""

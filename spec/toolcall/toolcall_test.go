@@ -21,6 +21,14 @@ var parseCases = []struct {
 	{"hermes", "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": [2, 3]}}", "", []Call{add}}, // left open at the end
 	{"hermes", "No tools needed: 1 < 2 and <tool is not a tag.", "No tools needed: 1 < 2 and <tool is not a tag.", nil},
 	{"hermes", "<tool_call>{\"name\": broken}</tool_call>", "<tool_call>{\"name\": broken}</tool_call>", nil},
+	// Calls without the marker, as Qwen2.5-Coder writes them (llama.cpp reads them too).
+	{"hermes", "```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\"city\": \"Paris\", \"days\": 2}\n}\n```", "", []Call{weather}},
+	{"hermes", "  {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}", "", []Call{weather}},
+	{"hermes", "```\n[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}, {\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": [2, 3]}}]\n```\n", "", []Call{weather, add}},
+	{"hermes", "```json\n{\"name\": \"Bob\", \"age\": 3}\n```", "```json\n{\"name\": \"Bob\", \"age\": 3}\n```", nil},
+	{"hermes", "{\"name\": \"add\", \"arguments\": {\"a\": 1}} and more", "{\"name\": \"add\", \"arguments\": {\"a\": 1}} and more", nil},
+	{"hermes", "```python\nprint({\"name\": 1})\n```", "```python\nprint({\"name\": 1})\n```", nil},
+	{"hermes", "Here: ```json\n{\"name\": \"add\", \"arguments\": {}}\n```", "Here: ```json\n{\"name\": \"add\", \"arguments\": {}}\n```", nil},
 	{"llama3_json", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 2}}", "", []Call{weather}},
 	{"llama3_json", "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 2}}; {\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": [2, 3]}}", "", []Call{weather, add}},
 	{"llama3_json", "  The answer is {not a call}.", "  The answer is {not a call}.", nil},
@@ -143,5 +151,22 @@ func TestForcedHoistsDefs(t *testing.T) {
 	clash := Tool{Name: "clash", Parameters: json.RawMessage(`{"$defs": {"Unit": {"enum": ["x"]}}, "type": "object"}`)}
 	if _, err := RequiredSchema([]Tool{weather, clash}, false); err == nil || !strings.Contains(err.Error(), "$defs/Unit") {
 		t.Errorf("two tools defining Unit differently: %v", err)
+	}
+}
+
+// A reply the hermes parser holds back as maybe calls is only one that opens with an object
+// or a json (or plain) fence: a fence of another language, or text, streams as it comes.
+func TestHermesHoldsOnlyWhatMayBeCalls(t *testing.T) {
+	for text, held := range map[string]bool{
+		"```python\nprint(1)\n":     false,
+		"Sure, here it is: {":       false,
+		"```json\n{\"name\": \"a":   true,
+		"\n{\"name\": \"add\", \"a": true,
+	} {
+		s := NewStream("hermes")
+		content, _ := s.Push(text)
+		if (content == "") != held {
+			t.Errorf("%q: streamed %q before the end", text, content)
+		}
 	}
 }
