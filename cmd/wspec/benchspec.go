@@ -135,7 +135,8 @@ func newSpecBench(f specBenchFlags) (*specBench, error) {
 	return b, nil
 }
 
-// readPrompts reads one prompt per non-empty line.
+// readPrompts reads one prompt per non-empty line; a line that starts with a double quote is
+// a JSON string, so that a prompt can hold newlines (a source file, a chat template's turns).
 func readPrompts(path string, limit int) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -144,8 +145,15 @@ func readPrompts(path string, limit int) ([]string, error) {
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if p := strings.TrimSpace(sc.Text()); p != "" && (limit <= 0 || len(out) < limit) {
+	sc.Buffer(nil, 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		p := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(p, `"`) {
+			if err := json.Unmarshal([]byte(p), &p); err != nil {
+				return nil, fmt.Errorf("%s:%d: a line that starts with a quote is a JSON string: %w", path, line, err)
+			}
+		}
+		if p != "" && (limit <= 0 || len(out) < limit) {
 			out = append(out, p)
 		}
 	}

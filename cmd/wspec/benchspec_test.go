@@ -214,3 +214,28 @@ func TestSpecBenchArmsBetweenPlainRuns(t *testing.T) {
 		}
 	}
 }
+
+// A prompt file's lines are prompts, blank ones skipped; a line that starts with a quote is a
+// JSON string (newlines inside), and a broken one is an error naming its line. The code-edit
+// workload's file reads so.
+func TestReadPromptsJSONLines(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.txt")
+	if err := os.WriteFile(file, []byte("plain one\n\n\"two\\nlines\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readPrompts(file, 0)
+	if err != nil || len(got) != 2 || got[0] != "plain one" || got[1] != "two\nlines" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	if err := os.WriteFile(file, []byte("ok\n\"broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPrompts(file, 0); err == nil || !strings.Contains(err.Error(), ":2:") {
+		t.Fatalf("a broken JSON line: %v", err)
+	}
+	edits, err := readPrompts("scripts/code-edit-prompts.txt", 0)
+	if err != nil || len(edits) != 3 || !strings.Contains(edits[0], "```go\n// Package holdback") {
+		t.Fatalf("the code-edit prompts: %d, %v", len(edits), err)
+	}
+}
