@@ -71,18 +71,7 @@ func TestHeadsSampledDistribution(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o := model.Options{PageSize: 8, PrefillChunk: 32}
-			ModelOptions(&o, ck.Needs())
-			m, err := model.New(loopDevice(t), w, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Release()
-			meth, err := Load(ck, m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer meth.Release()
+			m, meth := targetWith(t, w, ck)
 			for _, s := range schedtest.DistSettings[1:] { // top-p 0.9: the processed p differs from the logits' softmax
 				exact := schedtest.ExactJoint(w, kernelref.SamplingParams{Temperature: s.Temperature, TopP: s.TopP})
 				spy := &qSpy{Method: meth}
@@ -119,18 +108,7 @@ func TestDraftModelCoupledToItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := model.Options{PageSize: 8, PrefillChunk: 32}
-	ModelOptions(&o, ck.Needs())
-	m, err := model.New(loopDevice(t), w, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Release()
-	meth, err := Load(ck, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer meth.Release()
+	m, meth := targetWith(t, w, ck)
 	var drafts, accepted int
 	for seed := range uint64(8) {
 		res := sched.Generate(m, meth, sched.Options{}, &sched.Request{Ctx: context.Background(), Prompt: []int{1, 2, 3}, MaxNew: 12,
@@ -144,4 +122,23 @@ func TestDraftModelCoupledToItself(t *testing.T) {
 	if drafts == 0 || float64(accepted) < 0.95*float64(drafts) {
 		t.Errorf("%d of %d drafts accepted: the draft model's draws are not the target's", accepted, drafts)
 	}
+}
+
+// targetWith is a target model of w on the device with what drafter checkpoint ck needs, and
+// the drafter loaded next to it (both released when the test ends).
+func targetWith(t *testing.T, w *weights.LlamaWeights, ck spec.Checkpoint) (*model.Model, spec.Method) {
+	t.Helper()
+	o := model.Options{PageSize: 8, PrefillChunk: 32}
+	ModelOptions(&o, ck.Needs())
+	m, err := model.New(loopDevice(t), w, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Release)
+	meth, err := Load(ck, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(meth.Release)
+	return m, meth
 }
