@@ -23,11 +23,11 @@ import (
 var maskBeforeDrafts = false
 
 // constrain sets the masks of the step's sampled rows of jobs with a grammar, cutting drafts
-// where they leave it.
+// where they leave it. A scored prompt chunk is not the output: it stays unmasked.
 func (s *Scheduler) constrain(steps []batch.SeqStep, in []*job) {
 	for i := range steps {
 		st, j := &steps[i], in[i]
-		if j.req.Grammar == nil || !st.Sample {
+		if j.req.Grammar == nil || !st.Sample || st.Score {
 			continue
 		}
 		g := j.req.Grammar
@@ -76,12 +76,6 @@ func (s *Scheduler) constrain(steps []batch.SeqStep, in []*job) {
 		if keep < len(drafts) {
 			st.Tokens = st.Tokens[:n-len(drafts)+keep]
 			st.NDraft = keep
-			if st.Q != nil {
-				st.Q = st.Q[:keep*s.lim.Vocab]
-			}
-			if keep == 0 {
-				st.Q = nil
-			}
 		}
 		st.Mask = masks[:(keep+1)*W]
 	}

@@ -3,6 +3,7 @@ package sched_test
 import (
 	"context"
 	"math"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/wspec/wspec/runtime/ref"
 	"github.com/wspec/wspec/spec"
 	. "github.com/wspec/wspec/spec/sched"
+	"github.com/wspec/wspec/spec/sched/schedtest"
 )
 
 // Scored prompts, batched beside plain requests with the same prompt (prefix caching on, and
@@ -81,5 +83,35 @@ func TestScorePromptBatched(t *testing.T) {
 			t.Errorf("pages %d: %d pages in use after the requests", pages, n)
 		}
 		t.Logf("pages %d: preempted %d, %d, %d", pages, res[0].Preempted, res[1].Preempted, res[2].Preempted)
+	}
+}
+
+// A request under a grammar scores its prompt unmasked (the prompt is not the output, and
+// leaves the grammar here), then generates under the grammar.
+func TestScorePromptUnderGrammar(t *testing.T) {
+	w := schedtest.DistWeights()
+	V := schedtest.DistConfig.Vocab
+	prompt := schedtest.DistPrompt
+	logits, _ := ref.NewLlamaState(w).Forward(prompt)
+	m := ref.NewModel(w, 64, 8, refLimits)
+	res := Generate(m, nil, Options{}, &Request{Ctx: context.Background(), Prompt: prompt, MaxNew: 4,
+		Sampling: batch.Sampling{Temperature: 1, Seed: 3}, ScorePrompt: true, Grammar: schedtest.DistGrammar().NewMatcher()})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if len(res.PromptLogprobs) != len(prompt)-1 {
+		t.Fatalf("%d prompt logprobs for %d tokens", len(res.PromptLogprobs), len(prompt))
+	}
+	for i, g := range res.PromptLogprobs {
+		if lp, _, _ := kernelref.Logprobs(logits[i*V:(i+1)*V], prompt[i+1], 0); math.Abs(float64(g.Logprob-lp)) > 1e-4 {
+			t.Errorf("token %d: logprob %g, the unmasked reference %g", i+1, g.Logprob, lp)
+		}
+	}
+	var text string
+	for _, tok := range res.Tokens {
+		text += schedtest.DistPieces[tok]
+	}
+	if !regexp.MustCompile(`^(a[bc])*a?$`).MatchString(text) {
+		t.Errorf("generated %q outside the grammar", text)
 	}
 }

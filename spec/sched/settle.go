@@ -73,7 +73,7 @@ func (s *Scheduler) settle(j *job, st batch.SeqStep, out batch.StepOut, info *St
 		return
 	}
 	if st.Score { // a scored prompt chunk: its drafts were the prompt's next tokens
-		if len(out.Scores) != st.NDraft {
+		if st.NDraft == 0 || len(out.Scores) != st.NDraft { // a chunk that scores nothing would never end
 			s.finish(j, "", fmt.Errorf("sched: the target scored %d of %d prompt tokens", len(out.Scores), st.NDraft))
 			return
 		}

@@ -41,6 +41,7 @@ func (s *Server) completionRequest(ctx context.Context, req *completionRequest) 
 		d := defaultCompletionTokens
 		maxTokens = &d
 	}
+	req.samplingFields.echo = req.Echo
 	rq, o, err := s.options(&req.samplingFields, maxTokens, "max_tokens")
 	if err != nil {
 		return nil, err

@@ -60,8 +60,8 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		rq.n = *f.N
 	}
 	if maxTokens != nil {
-		if *maxTokens < 0 {
-			return nil, nil, invalid(maxParam, codeInvalidValue, "%s %d: want at least 1 (0 with the prompt scored)", maxParam, *maxTokens)
+		if *maxTokens < 0 || (*maxTokens == 0 && !f.echo && f.PromptLogprobs == nil) {
+			return nil, nil, invalid(maxParam, codeInvalidValue, "%s %d: want at least 1 (0 only to score the prompt: echo or prompt_logprobs)", maxParam, *maxTokens)
 		}
 		o.MaxTokens, o.ScoreOnly = *maxTokens, *maxTokens == 0
 	}

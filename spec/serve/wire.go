@@ -47,6 +47,9 @@ type samplingFields struct {
 	// PromptLogprobs scores the prompt: each token's logprob and rank, with that many of the
 	// likeliest tokens at its position (score.go).
 	PromptLogprobs *int `json:"prompt_logprobs"`
+	// echo is completions' echo, set by its handler: with it (or prompt_logprobs) max_tokens
+	// may be 0, to score the prompt alone.
+	echo bool
 	// wspec's extension: per-request speculation.
 	Speculative *speculativeField `json:"speculative"`
 	// Structured outputs (structured.go): OpenAI's response_format, vLLM's structured_outputs

@@ -39,7 +39,7 @@ type format struct {
 	// bare: a reply that opens with a JSON object, or with a ```json (or plain ```) fence,
 	// is held back to its end and read as calls when it is nothing but calls with their
 	// arguments, as llama.cpp's Hermes parser reads them: Qwen2.5-Coder writes its calls so,
-	// without the marker (loose.go).
+	// without the marker (bare.go).
 	bare bool
 }
 
