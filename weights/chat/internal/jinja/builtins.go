@@ -76,10 +76,6 @@ func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
 	if step == 0 {
 		return Undefined(), fmt.Errorf("range: step must not be zero")
 	}
-	// wspec: at most MaxItems numbers (the count is worked out in floats, which cannot overflow).
-	if n := (float64(stop) - float64(start)) / float64(step); n > MaxItems {
-		return Undefined(), fmt.Errorf("%w: range of %.0f numbers (at most %d)", ErrLimit, n, MaxItems)
-	}
 
 	var items []Value
 	if step > 0 {
@@ -368,11 +364,8 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// the reflection-based encoder for correctness instead of duplicating
 	// indent state in the direct encoder.
 	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
-		n := int(min(max(toInt64(indent), 0), 64)) // wspec: an indent of at most 64
+		n := int(toInt64(indent))
 		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
-		if len(data) > MaxValueBytes {
-			return Undefined(), grown("tojson", len(data))
-		}
 		if err != nil {
 			return NewString(""), nil
 		}
@@ -406,13 +399,6 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 // Both differences would otherwise change the tokenization of every tool
 // definition that ends up in a chat prompt.
 func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator string) error {
-	return encodeValueJSONAt(sb, v, itemSeparator, keySeparator, 0)
-}
-
-func encodeValueJSONAt(sb *strings.Builder, v Value, itemSeparator, keySeparator string, depth int) error {
-	if depth > MaxNesting || sb.Len() > MaxValueBytes { // wspec
-		return fmt.Errorf("%w: tojson of a value nested more than %d deep or longer than %d bytes", ErrLimit, MaxNesting, MaxValueBytes)
-	}
 	switch v.kind {
 	case KindUndefined, KindNone, KindCallable:
 		sb.WriteString("null")
@@ -449,7 +435,7 @@ func encodeValueJSONAt(sb *strings.Builder, v Value, itemSeparator, keySeparator
 			if i > 0 {
 				sb.WriteString(itemSeparator)
 			}
-			if err := encodeValueJSONAt(sb, item, itemSeparator, keySeparator, depth+1); err != nil {
+			if err := encodeValueJSON(sb, item, itemSeparator, keySeparator); err != nil {
 				return err
 			}
 		}
@@ -467,7 +453,7 @@ func encodeValueJSONAt(sb *strings.Builder, v Value, itemSeparator, keySeparator
 				return err
 			}
 			sb.WriteString(keySeparator)
-			if err := encodeValueJSONAt(sb, d.Data[key], itemSeparator, keySeparator, depth+1); err != nil {
+			if err := encodeValueJSON(sb, d.Data[key], itemSeparator, keySeparator); err != nil {
 				return err
 			}
 		}
@@ -561,7 +547,6 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 
 	list := args[0].AsList()
 	parts := make([]string, list.Len())
-	size := 0
 	for i, item := range list.Items {
 		if attr != "" && item.IsDict() {
 			v, ok := item.AsDict().Get(attr)
@@ -570,9 +555,6 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 			}
 		}
 		parts[i] = printValue(item)
-		if size += len(parts[i]) + len(sep); size > MaxValueBytes { // wspec
-			return Undefined(), grown("join", size)
-		}
 	}
 
 	return NewString(strings.Join(parts, sep)), nil
@@ -849,11 +831,7 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 		count = int(toInt64(c))
 	}
 
-	out, err := replaceBounded(s, old, newStr, count) // wspec
-	if err != nil {
-		return Undefined(), err
-	}
-	return NewString(out), nil
+	return NewString(strings.Replace(s, old, newStr, count)), nil
 }
 
 func filterRound(args []Value, kwargs map[string]Value) (Value, error) {
@@ -1103,10 +1081,6 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 		indentFirst = f.IsTruthy()
 	}
 
-	width = max(width, 0)
-	if width > MaxValueBytes || len(s)+width*(strings.Count(s, "\n")+1) > MaxValueBytes { // wspec
-		return Undefined(), grown("indent", MaxValueBytes+1)
-	}
 	pad := strings.Repeat(" ", width)
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {
@@ -1336,12 +1310,7 @@ func containsValue(container, item Value) bool {
 
 // valueToGo converts a Value back to a plain Go type suitable for
 // json.Marshal.
-func valueToGo(v Value) any { return valueToGoAt(v, 0) }
-
-func valueToGoAt(v Value, depth int) any {
-	if depth > MaxNesting { // wspec
-		overLimit("a value nested more than %d deep (or holding itself)", MaxNesting)
-	}
+func valueToGo(v Value) any {
 	switch v.kind {
 	case KindUndefined, KindNone:
 		return nil
@@ -1357,14 +1326,14 @@ func valueToGoAt(v Value, depth int) any {
 		list := v.AsList()
 		out := make([]any, list.Len())
 		for i, item := range list.Items {
-			out[i] = valueToGoAt(item, depth+1)
+			out[i] = valueToGo(item)
 		}
 		return out
 	case KindDict:
 		d := v.AsDict()
 		out := make(map[string]any, d.Len())
 		for _, key := range d.Keys {
-			out[key] = valueToGoAt(d.Data[key], depth+1)
+			out[key] = valueToGo(d.Data[key])
 		}
 		return out
 	case KindCallable:

@@ -47,16 +47,6 @@ type evaluator struct {
 	scope    *scope
 	builtins *scope
 	output   strings.Builder
-	lim      *budget // wspec: shared by every evaluator of one render (limits.go)
-}
-
-// write appends s to the output, charged to the render's budget.
-func (e *evaluator) write(s string) error {
-	if err := e.lim.chargeOutput(len(s)); err != nil {
-		return err
-	}
-	e.output.WriteString(s)
-	return nil
 }
 
 func (e *evaluator) execNodes(nodes []node) error {
@@ -69,19 +59,18 @@ func (e *evaluator) execNodes(nodes []node) error {
 }
 
 func (e *evaluator) execNode(n node) error {
-	if err := e.lim.step(); err != nil {
-		return err
-	}
 	switch nd := n.(type) {
 	case *textNode:
-		return e.write(nd.text)
+		e.output.WriteString(nd.text)
+		return nil
 
 	case *outputNode:
 		val, err := e.evalExpr(nd.expression)
 		if err != nil {
 			return err
 		}
-		return e.write(printValue(val))
+		e.output.WriteString(printValue(val))
+		return nil
 
 	case *ifNode:
 		return e.execIf(nd)
@@ -194,9 +183,6 @@ func (e *evaluator) execFor(n *forNode) error {
 	child.set("loop", loop)
 
 	for i, item := range items {
-		if err := e.lim.step(); err != nil {
-			return err
-		}
 		// Set loop variable(s).
 		if n.keyVar != "" {
 			// Destructuring: for key, val in items
@@ -283,7 +269,6 @@ func (e *evaluator) execSetBlock(n *setBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
-		lim:      e.lim,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -308,7 +293,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			} else if v, ok := kwargs[param.name]; ok {
 				child.set(param.name, v)
 			} else if param.defaultVal != nil {
-				defEval := evaluator{scope: child, builtins: e.builtins, lim: e.lim}
+				defEval := evaluator{scope: child, builtins: e.builtins}
 				defVal, err := defEval.evalExpr(param.defaultVal)
 				if err != nil {
 					return Undefined(), err
@@ -324,14 +309,9 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			child.set("caller", caller)
 		}
 
-		if err := e.lim.enter(); err != nil {
-			return Undefined(), err
-		}
-		defer e.lim.leave()
 		macroEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
-			lim:      e.lim,
 		}
 
 		if err := macroEval.execNodes(body); err != nil {
@@ -359,14 +339,9 @@ func (e *evaluator) execCall(n *callNode) error {
 			}
 		}
 
-		if err := e.lim.enter(); err != nil {
-			return Undefined(), err
-		}
-		defer e.lim.leave()
 		callerEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
-			lim:      e.lim,
 		}
 		if err := callerEval.execNodes(body); err != nil {
 			return Undefined(), err
@@ -407,9 +382,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		if err != nil {
 			return err
 		}
-		if err := e.write(printValue(result)); err != nil {
-			return err
-		}
+		e.output.WriteString(printValue(result))
 		return nil
 	}
 
@@ -426,9 +399,7 @@ func (e *evaluator) execCall(n *callNode) error {
 	if err != nil {
 		return err
 	}
-	if err := e.write(printValue(result)); err != nil {
-		return err
-	}
+	e.output.WriteString(printValue(result))
 	return nil
 }
 
@@ -437,7 +408,6 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
-		lim:      e.lim,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -454,16 +424,12 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if err != nil {
 			return err
 		}
-		if err := e.write(printValue(result)); err != nil {
-			return err
-		}
+		e.output.WriteString(printValue(result))
 		return nil
 	}
 
 	// For more complex filter expressions, just output the body.
-	if err := e.write(bodyStr); err != nil {
-		return err
-	}
+	e.output.WriteString(bodyStr)
 	return nil
 }
 
@@ -471,20 +437,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 // Expression evaluation
 // =============================================================================
 
-// evalExpr evaluates ex within the render's budget: a step each, and a value too large (a
-// string or list grown past the bounds) is an error.
 func (e *evaluator) evalExpr(ex expr) (Value, error) {
-	if err := e.lim.step(); err != nil {
-		return Undefined(), err
-	}
-	v, err := e.evalExprUnbounded(ex)
-	if err == nil {
-		err = checkSize(v)
-	}
-	return v, err
-}
-
-func (e *evaluator) evalExprUnbounded(ex expr) (Value, error) {
 	switch n := ex.(type) {
 	case *litExpr:
 		return n.val, nil
@@ -868,7 +821,7 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	case "-":
 		return subValues(left, right), nil
 	case "*":
-		return mulValues(left, right)
+		return mulValues(left, right), nil
 	case "/":
 		return divValues(left, right), nil
 	case "//":
@@ -1122,11 +1075,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
 			}
-			out, err := replaceBounded(s, old, newStr, count) // wspec
-			if err != nil {
-				return Undefined(), err
-			}
-			return NewString(out), nil
+			return NewString(strings.Replace(s, old, newStr, count)), nil
 		}), nil
 
 	case "upper":
@@ -1186,13 +1135,8 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			result := s
 			for i, arg := range args {
 				placeholder := fmt.Sprintf("{%d}", i)
-				var err error
-				if result, err = replaceBounded(result, placeholder, printValue(arg), -1); err != nil { // wspec
-					return Undefined(), err
-				}
-				if result, err = replaceBounded(result, "{}", printValue(arg), 1); err != nil {
-					return Undefined(), err
-				}
+				result = strings.ReplaceAll(result, placeholder, printValue(arg))
+				result = strings.Replace(result, "{}", printValue(arg), 1)
 			}
 			return NewString(result), nil
 		}), nil
@@ -1374,21 +1318,14 @@ func subValues(a, b Value) Value {
 	return NewInt(toInt64(a) - toInt64(b))
 }
 
-func mulValues(a, b Value) (Value, error) {
+func mulValues(a, b Value) Value {
 	if a.IsString() && b.IsInt() {
-		n := b.AsInt()
-		if n <= 0 {
-			return NewString(""), nil
-		}
-		if len(a.AsString()) > 0 && n > int64(MaxValueBytes/len(a.AsString())) {
-			return Undefined(), fmt.Errorf("%w: a string repeated %d times", ErrLimit, n)
-		}
-		return NewString(strings.Repeat(a.AsString(), int(n))), nil
+		return NewString(strings.Repeat(a.AsString(), int(b.AsInt())))
 	}
 	if a.IsFloat() || b.IsFloat() {
-		return NewFloat(toFloat64(a) * toFloat64(b)), nil
+		return NewFloat(toFloat64(a) * toFloat64(b))
 	}
-	return NewInt(toInt64(a) * toInt64(b)), nil
+	return NewInt(toInt64(a) * toInt64(b))
 }
 
 func divValues(a, b Value) Value {
