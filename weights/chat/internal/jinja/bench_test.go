@@ -3,7 +3,7 @@ package jinja_test
 import (
 	"testing"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/wspec/wspec/weights/chat/internal/jinja" // wspec: the vendored copy
 )
 
 // =============================================================================

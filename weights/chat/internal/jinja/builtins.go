@@ -76,6 +76,10 @@ func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
 	if step == 0 {
 		return Undefined(), fmt.Errorf("range: step must not be zero")
 	}
+	// wspec: at most MaxItems numbers (the count is worked out in floats, which cannot overflow).
+	if n := (float64(stop) - float64(start)) / float64(step); n > MaxItems {
+		return Undefined(), fmt.Errorf("%w: range of %.0f numbers (at most %d)", ErrLimit, n, MaxItems)
+	}
 
 	var items []Value
 	if step > 0 {
@@ -364,8 +368,11 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// the reflection-based encoder for correctness instead of duplicating
 	// indent state in the direct encoder.
 	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
-		n := int(toInt64(indent))
+		n := int(min(max(toInt64(indent), 0), 64)) // wspec: an indent of at most 64
 		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
+		if len(data) > MaxValueBytes {
+			return Undefined(), grown("tojson", len(data))
+		}
 		if err != nil {
 			return NewString(""), nil
 		}
@@ -399,6 +406,14 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 // Both differences would otherwise change the tokenization of every tool
 // definition that ends up in a chat prompt.
 func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator string) error {
+	return encodeValueJSONAt(sb, v, itemSeparator, keySeparator, 0)
+}
+
+// encodeValueJSONAt is encodeValueJSON at nesting depth (wspec: bounded in depth and size).
+func encodeValueJSONAt(sb *strings.Builder, v Value, itemSeparator, keySeparator string, depth int) error {
+	if depth > MaxNesting || sb.Len() > MaxValueBytes { // wspec
+		return fmt.Errorf("%w: tojson of a value nested more than %d deep or longer than %d bytes", ErrLimit, MaxNesting, MaxValueBytes)
+	}
 	switch v.kind {
 	case KindUndefined, KindNone, KindCallable:
 		sb.WriteString("null")
@@ -435,7 +450,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 			if i > 0 {
 				sb.WriteString(itemSeparator)
 			}
-			if err := encodeValueJSON(sb, item, itemSeparator, keySeparator); err != nil {
+			if err := encodeValueJSONAt(sb, item, itemSeparator, keySeparator, depth+1); err != nil {
 				return err
 			}
 		}
@@ -453,7 +468,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 				return err
 			}
 			sb.WriteString(keySeparator)
-			if err := encodeValueJSON(sb, d.Data[key], itemSeparator, keySeparator); err != nil {
+			if err := encodeValueJSONAt(sb, d.Data[key], itemSeparator, keySeparator, depth+1); err != nil {
 				return err
 			}
 		}
@@ -547,6 +562,7 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 
 	list := args[0].AsList()
 	parts := make([]string, list.Len())
+	size := 0 // wspec: bytes joined so far
 	for i, item := range list.Items {
 		if attr != "" && item.IsDict() {
 			v, ok := item.AsDict().Get(attr)
@@ -555,6 +571,9 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 			}
 		}
 		parts[i] = printValue(item)
+		if size += len(parts[i]) + len(sep); size > MaxValueBytes { // wspec
+			return Undefined(), grown("join", size)
+		}
 	}
 
 	return NewString(strings.Join(parts, sep)), nil
@@ -831,7 +850,11 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 		count = int(toInt64(c))
 	}
 
-	return NewString(strings.Replace(s, old, newStr, count)), nil
+	out, err := replaceBounded(s, old, newStr, count) // wspec
+	if err != nil {
+		return Undefined(), err
+	}
+	return NewString(out), nil
 }
 
 func filterRound(args []Value, kwargs map[string]Value) (Value, error) {
@@ -1081,6 +1104,10 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 		indentFirst = f.IsTruthy()
 	}
 
+	width = max(width, 0)
+	if width > MaxValueBytes || len(s)+width*(strings.Count(s, "\n")+1) > MaxValueBytes { // wspec
+		return Undefined(), grown("indent", MaxValueBytes+1)
+	}
 	pad := strings.Repeat(" ", width)
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {
@@ -1310,7 +1337,13 @@ func containsValue(container, item Value) bool {
 
 // valueToGo converts a Value back to a plain Go type suitable for
 // json.Marshal.
-func valueToGo(v Value) any {
+func valueToGo(v Value) any { return valueToGoAt(v, 0) }
+
+// valueToGoAt is valueToGo at nesting depth (wspec: bounded in depth).
+func valueToGoAt(v Value, depth int) any {
+	if depth > MaxNesting { // wspec
+		overLimit("a value nested more than %d deep (or holding itself)", MaxNesting)
+	}
 	switch v.kind {
 	case KindUndefined, KindNone:
 		return nil
@@ -1326,14 +1359,14 @@ func valueToGo(v Value) any {
 		list := v.AsList()
 		out := make([]any, list.Len())
 		for i, item := range list.Items {
-			out[i] = valueToGo(item)
+			out[i] = valueToGoAt(item, depth+1)
 		}
 		return out
 	case KindDict:
 		d := v.AsDict()
 		out := make(map[string]any, d.Len())
 		for _, key := range d.Keys {
-			out[key] = valueToGo(d.Data[key])
+			out[key] = valueToGoAt(d.Data[key], depth+1)
 		}
 		return out
 	case KindCallable:

@@ -47,6 +47,16 @@ type evaluator struct {
 	scope    *scope
 	builtins *scope
 	output   strings.Builder
+	lim      *budget // wspec: shared by every evaluator of one render (limits.go)
+}
+
+// write appends s to the output, charged to the render's budget (wspec).
+func (e *evaluator) write(s string) error {
+	if err := e.lim.chargeOutput(len(s)); err != nil {
+		return err
+	}
+	e.output.WriteString(s)
+	return nil
 }
 
 func (e *evaluator) execNodes(nodes []node) error {
@@ -59,18 +69,19 @@ func (e *evaluator) execNodes(nodes []node) error {
 }
 
 func (e *evaluator) execNode(n node) error {
+	if err := e.lim.step(); err != nil { // wspec: a step per node
+		return err
+	}
 	switch nd := n.(type) {
 	case *textNode:
-		e.output.WriteString(nd.text)
-		return nil
+		return e.write(nd.text) // wspec: charged
 
 	case *outputNode:
 		val, err := e.evalExpr(nd.expression)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(val))
-		return nil
+		return e.write(printValue(val)) // wspec: charged
 
 	case *ifNode:
 		return e.execIf(nd)
@@ -183,6 +194,9 @@ func (e *evaluator) execFor(n *forNode) error {
 	child.set("loop", loop)
 
 	for i, item := range items {
+		if err := e.lim.step(); err != nil { // wspec: a step per iteration
+			return err
+		}
 		// Set loop variable(s).
 		if n.keyVar != "" {
 			// Destructuring: for key, val in items
@@ -269,6 +283,7 @@ func (e *evaluator) execSetBlock(n *setBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		lim:      e.lim, // wspec
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -293,7 +308,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			} else if v, ok := kwargs[param.name]; ok {
 				child.set(param.name, v)
 			} else if param.defaultVal != nil {
-				defEval := evaluator{scope: child, builtins: e.builtins}
+				defEval := evaluator{scope: child, builtins: e.builtins, lim: e.lim} // wspec
 				defVal, err := defEval.evalExpr(param.defaultVal)
 				if err != nil {
 					return Undefined(), err
@@ -309,9 +324,14 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			child.set("caller", caller)
 		}
 
+		if err := e.lim.enter(); err != nil { // wspec: call depth
+			return Undefined(), err
+		}
+		defer e.lim.leave()
 		macroEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			lim:      e.lim, // wspec
 		}
 
 		if err := macroEval.execNodes(body); err != nil {
@@ -339,9 +359,14 @@ func (e *evaluator) execCall(n *callNode) error {
 			}
 		}
 
+		if err := e.lim.enter(); err != nil { // wspec: call depth
+			return Undefined(), err
+		}
+		defer e.lim.leave()
 		callerEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			lim:      e.lim, // wspec
 		}
 		if err := callerEval.execNodes(body); err != nil {
 			return Undefined(), err
@@ -382,7 +407,9 @@ func (e *evaluator) execCall(n *callNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
+		if err := e.write(printValue(result)); err != nil { // wspec: charged
+			return err
+		}
 		return nil
 	}
 
@@ -399,7 +426,9 @@ func (e *evaluator) execCall(n *callNode) error {
 	if err != nil {
 		return err
 	}
-	e.output.WriteString(printValue(result))
+	if err := e.write(printValue(result)); err != nil { // wspec: charged
+		return err
+	}
 	return nil
 }
 
@@ -408,6 +437,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		lim:      e.lim, // wspec
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -424,12 +454,16 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
+		if err := e.write(printValue(result)); err != nil { // wspec: charged
+			return err
+		}
 		return nil
 	}
 
 	// For more complex filter expressions, just output the body.
-	e.output.WriteString(bodyStr)
+	if err := e.write(bodyStr); err != nil { // wspec: charged
+		return err
+	}
 	return nil
 }
 
@@ -437,7 +471,20 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 // Expression evaluation
 // =============================================================================
 
+// evalExpr evaluates ex within the render's budget (wspec): a step each, and a value too large (a
+// string or list grown past the bounds) is an error.
 func (e *evaluator) evalExpr(ex expr) (Value, error) {
+	if err := e.lim.step(); err != nil {
+		return Undefined(), err
+	}
+	v, err := e.evalExprUnbounded(ex)
+	if err == nil {
+		err = checkSize(v)
+	}
+	return v, err
+}
+
+func (e *evaluator) evalExprUnbounded(ex expr) (Value, error) {
 	switch n := ex.(type) {
 	case *litExpr:
 		return n.val, nil
@@ -821,7 +868,7 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	case "-":
 		return subValues(left, right), nil
 	case "*":
-		return mulValues(left, right), nil
+		return mulValues(left, right) // wspec: mulValues can fail
 	case "/":
 		return divValues(left, right), nil
 	case "//":
@@ -1075,7 +1122,11 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
 			}
-			return NewString(strings.Replace(s, old, newStr, count)), nil
+			out, err := replaceBounded(s, old, newStr, count) // wspec
+			if err != nil {
+				return Undefined(), err
+			}
+			return NewString(out), nil
 		}), nil
 
 	case "upper":
@@ -1135,8 +1186,13 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			result := s
 			for i, arg := range args {
 				placeholder := fmt.Sprintf("{%d}", i)
-				result = strings.ReplaceAll(result, placeholder, printValue(arg))
-				result = strings.Replace(result, "{}", printValue(arg), 1)
+				var err error
+				if result, err = replaceBounded(result, placeholder, printValue(arg), -1); err != nil { // wspec
+					return Undefined(), err
+				}
+				if result, err = replaceBounded(result, "{}", printValue(arg), 1); err != nil {
+					return Undefined(), err
+				}
 			}
 			return NewString(result), nil
 		}), nil
@@ -1318,14 +1374,22 @@ func subValues(a, b Value) Value {
 	return NewInt(toInt64(a) - toInt64(b))
 }
 
-func mulValues(a, b Value) Value {
+// mulValues is a * b (wspec: an error, ErrLimit, for a string repeated past MaxValueBytes).
+func mulValues(a, b Value) (Value, error) {
 	if a.IsString() && b.IsInt() {
-		return NewString(strings.Repeat(a.AsString(), int(b.AsInt())))
+		n := b.AsInt()
+		if n <= 0 {
+			return NewString(""), nil
+		}
+		if len(a.AsString()) > 0 && n > int64(MaxValueBytes/len(a.AsString())) {
+			return Undefined(), fmt.Errorf("%w: a string repeated %d times", ErrLimit, n)
+		}
+		return NewString(strings.Repeat(a.AsString(), int(n))), nil
 	}
 	if a.IsFloat() || b.IsFloat() {
-		return NewFloat(toFloat64(a) * toFloat64(b))
+		return NewFloat(toFloat64(a) * toFloat64(b)), nil
 	}
-	return NewInt(toInt64(a) * toInt64(b))
+	return NewInt(toInt64(a) * toInt64(b)), nil
 }
 
 func divValues(a, b Value) Value {

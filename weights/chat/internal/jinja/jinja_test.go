@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/wspec/wspec/weights/chat/internal/jinja" // wspec: the vendored copy
 )
 
 // =============================================================================

@@ -866,7 +866,7 @@ func parseTemplate(segs []segment) ([]node, error) {
 //     present on that side:
 //
 //     - lstrip_blocks: strip spaces and tabs (not newlines) from the start of
-//       the line up to the tag.
+//     the line up to the tag. (wspec: re-indented by gofmt)
 //     - trim_blocks: strip a single newline immediately after the tag.
 //
 // Without these defaults, every block tag in a real chat template would

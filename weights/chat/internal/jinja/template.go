@@ -37,20 +37,36 @@ func (t *Template) Render(data map[string]any) (string, error) {
 		vals[k] = FromGoValue(v)
 	}
 
-	return render(t.nodes, vals)
+	return render(t.nodes, vals, Limits{}) // wspec: unbounded, as upstream
 }
 
 // RenderValues is like Render but accepts pre-converted Value data.
 func (t *Template) RenderValues(data map[string]Value) (string, error) {
-	return render(t.nodes, data)
+	return render(t.nodes, data, Limits{})
+}
+
+// RenderLimited is RenderValues within l (wspec).
+func (t *Template) RenderLimited(data map[string]Value, l Limits) (string, error) {
+	return render(t.nodes, data, l)
 }
 
 // =============================================================================
 
-// render executes the AST with the given data and returns the result.
-func render(nodes []node, data map[string]Value) (string, error) {
+// render executes the AST with the given data and returns the result (wspec: within l;
+// the limit panics of Value.String and Value.Equals end the render with their error).
+func render(nodes []node, data map[string]Value, l Limits) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			lp, ok := r.(limitPanic)
+			if !ok {
+				panic(r)
+			}
+			out, err = "", lp.err
+		}
+	}()
 	e := evaluator{
 		output: strings.Builder{},
+		lim:    newBudget(l), // wspec
 	}
 
 	// Use the cached builtins scope directly. The scope is initialized

@@ -168,66 +168,80 @@ func (v Value) AsCallable() *Callable {
 
 // =============================================================================
 
-// String returns a Python-style string representation of the value.
+// String returns a Python-style string representation of the value. (wspec: a value nested
+// more than MaxNesting deep, which a list holding itself is, or printing to more than
+// MaxValueBytes, ends the render with ErrLimit.)
 func (v Value) String() string {
+	var b strings.Builder
+	v.writeRepr(&b, 0)
+	return b.String()
+}
+
+// writeRepr is String's body, bounded in depth and size (wspec).
+func (v Value) writeRepr(b *strings.Builder, depth int) {
+	if depth > MaxNesting {
+		overLimit("a value nested more than %d deep (or holding itself)", MaxNesting)
+	}
+	if b.Len() > MaxValueBytes {
+		overLimit("a value printing to more than %d bytes", MaxValueBytes)
+	}
 	switch v.kind {
 	case KindUndefined:
-		return "Undefined"
-
+		b.WriteString("Undefined")
 	case KindNone:
-		return "None"
-
+		b.WriteString("None")
 	case KindBool:
 		if v.v.(bool) {
-			return "True"
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
 		}
-		return "False"
-
 	case KindInt:
-		return fmt.Sprintf("%d", v.v.(int64))
-
+		fmt.Fprintf(b, "%d", v.v.(int64))
 	case KindFloat:
-		return fmt.Sprintf("%g", v.v.(float64))
-
+		fmt.Fprintf(b, "%g", v.v.(float64))
 	case KindString:
-		return fmt.Sprintf("'%s'", v.v.(string))
-
+		fmt.Fprintf(b, "'%s'", v.v.(string))
 	case KindList:
 		list := v.v.(*List)
-		var b strings.Builder
 		b.WriteByte('[')
 		for i, item := range list.Items {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(item.String())
+			item.writeRepr(b, depth+1)
 		}
 		b.WriteByte(']')
-		return b.String()
-
 	case KindDict:
 		d := v.v.(*Dict)
-		var b strings.Builder
 		b.WriteByte('{')
 		for i, key := range d.Keys {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "'%s': %s", key, d.Data[key].String())
+			fmt.Fprintf(b, "'%s': ", key)
+			d.Data[key].writeRepr(b, depth+1)
 		}
 		b.WriteByte('}')
-		return b.String()
-
 	case KindCallable:
 		c := v.v.(Callable)
-		return fmt.Sprintf("<callable %s>", c.Name)
+		fmt.Fprintf(b, "<callable %s>", c.Name)
+	default:
+		b.WriteString("Undefined")
 	}
-
-	return "Undefined"
 }
 
 // Equals reports whether v and other hold the same value.
 func (v Value) Equals(other Value) bool {
+	walked := 0
+	return v.equals(other, 0, &walked)
+}
+
+// equals is Equals within MaxNesting and maxWalk values visited (wspec).
+func (v Value) equals(other Value, depth int, walked *int) bool {
+	if *walked++; depth > MaxNesting || *walked > maxWalk {
+		overLimit("a comparison of values nested more than %d deep or of more than %d items", MaxNesting, maxWalk)
+	}
 	if v.kind != other.kind {
 		return false
 	}
@@ -255,7 +269,7 @@ func (v Value) Equals(other Value) bool {
 			return false
 		}
 		for i := range a.Items {
-			if !a.Items[i].Equals(b.Items[i]) {
+			if a != b && !a.Items[i].equals(b.Items[i], depth+1, walked) {
 				return false
 			}
 		}
@@ -272,7 +286,7 @@ func (v Value) Equals(other Value) bool {
 			if !ok {
 				return false
 			}
-			if !a.Data[key].Equals(bv) {
+			if a != b && !a.Data[key].equals(bv, depth+1, walked) {
 				return false
 			}
 		}
