@@ -59,6 +59,15 @@ func loadDistillTarget(dir string) (*distill.Target, error) {
 	return distill.LoadTarget(dir)
 }
 
+// targetPrompts reads prompt set name, rendered in t's chat template when chat is set.
+func targetPrompts(t *distill.Target, name string, chat bool) ([]string, error) {
+	ps, err := distill.Prompts(name)
+	if err != nil || !chat {
+		return ps, err
+	}
+	return t.ChatPrompts(ps)
+}
+
 func parseInts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -76,8 +85,10 @@ func parseInts(s string) ([]int, error) {
 
 func runDistillGen(args []string) error {
 	fs := pflag.NewFlagSet("distill gen", pflag.ContinueOnError)
-	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
+	modelDir := fs.String("model", "", "target model: a folder or a GGUF file; default: .wspec/models/stories15M")
 	prompts := fs.String("prompts", "train", `prompt set: "train" (spec/distill/prompts/train.txt) or a file, one prompt a line`)
+	chatFlag := fs.Bool("chat", false, "send each prompt as a user's message in the model's chat template")
+	maxLen := fs.Int("max-len", 0, "positions per sequence, prompt included (0: the model's context)")
 	out := fs.String("out", "", "dataset file to write (safetensors)")
 	force := fs.Bool("force", false, "replace an existing --out file")
 	greedy := fs.Int("greedy", 1, "greedy sequences per prompt")
@@ -95,6 +106,9 @@ func runDistillGen(args []string) error {
 	if *out == "" {
 		return fmt.Errorf("--out is required")
 	}
+	if *maxLen < 0 {
+		return fmt.Errorf("--max-len %d: want 0 (the model's context) or more", *maxLen)
+	}
 	if err := checkOutFile(*out, *force); err != nil { // before the generation, not after
 		return err
 	}
@@ -106,7 +120,7 @@ func runDistillGen(args []string) error {
 	if err != nil {
 		return err
 	}
-	ps, err := distill.Prompts(*prompts)
+	ps, err := targetPrompts(t, *prompts, *chatFlag)
 	if err != nil {
 		return err
 	}
@@ -115,7 +129,7 @@ func runDistillGen(args []string) error {
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true))
 	start := time.Now()
 	d, err := distill.Generate(t.M, t.ID, t.Encode(ps), distill.GenOptions{Greedy: *greedy, Sampled: *sampled, Mixed: *mixed,
-		Temperature: *temp, TopP: *topP, Aux: auxIDs, K: *k, Batch: *batch, Seed: *seed,
+		Temperature: *temp, TopP: *topP, MaxLen: *maxLen, Aux: auxIDs, K: *k, Batch: *batch, Seed: *seed,
 		Progress: func(done, total, positions int) {
 			bar.Describe(fmt.Sprintf("generating: %d positions, %.0f tok/s", positions, float64(positions)/time.Since(start).Seconds()))
 			bar.Set(done)

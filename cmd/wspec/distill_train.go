@@ -20,7 +20,7 @@ import (
 func runDistillTrain(args []string) error {
 	fs := pflag.NewFlagSet("distill train", pflag.ContinueOnError)
 	drafter := fs.String("drafter", "eagle3", "what to train: eagle3, eagle, medusa, draft_model")
-	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
+	modelDir := fs.String("model", "", "target model: a folder or a GGUF file; default: .wspec/models/stories15M")
 	data := fs.String("data", "", "dataset file from wspec distill gen")
 	out := fs.String("out", "", "drafter folder to write")
 	force := fs.Bool("force", false, "replace an --out folder that holds a drafter or model (once the new one is complete)")
@@ -179,8 +179,9 @@ func runDistillEval(args []string) error {
 	fs := pflag.NewFlagSet("distill eval", pflag.ContinueOnError)
 	modes := fs.String("drafter", "eagle3", "drafter kinds, comma-separated: eagle3, eagle, medusa, draft_model")
 	dir := fs.String("dir", "", "drafter folder; with several kinds, the folder holding one subfolder per kind")
-	modelDir := fs.String("model", "", "target model folder; default: .wspec/models/stories15M")
+	modelDir := fs.String("model", "", "target model: a folder or a GGUF file; default: .wspec/models/stories15M")
 	prompts := fs.String("prompts", "eval", `prompt set: "eval" (kept apart from training) or a file`)
+	chatFlag := fs.Bool("chat", false, "send each prompt as a user's message in the model's chat template")
 	maxNew := fs.Int("max-new", 128, "new tokens per prompt")
 	kmax := fs.Int("k-max", 8, "measure k = 1..k-max draft tokens per step")
 	sampleTemp := fs.Float64("sampling-temperature", 0, "also measure, at this temperature, an EAGLE head's first-draft acceptance with one-hot drafts against drafts sampled from its distribution (0: skip)")
@@ -224,7 +225,7 @@ func runDistillEval(args []string) error {
 		}
 		ds = append(ds, drafter{mode, d, sd})
 	}
-	ps, err := distill.Prompts(*prompts)
+	ps, err := targetPrompts(t, *prompts, *chatFlag)
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,16 @@
 //
 // # Commands
 //
-//	wspec distill gen   --out data.safetensors [--force] [--greedy 1 --sampled 2 --mixed 2 --aux 2,4,5]
+//	wspec distill gen   --out data.safetensors [--force] [--model M] [--prompts P --chat --max-len N]
+//	                    [--greedy 1 --sampled 2 --mixed 2 --aux 2,4,5]
 //	wspec distill train --drafter eagle3|eagle|medusa|draft_model --data data.safetensors --out DIR
 //	                    [--force] [--epochs E --batch-rows R --lr LR ...]
-//	wspec distill eval  --drafter MODE --dir DIR [--prompts eval --max-new 128 --k-max 8 --json F]
+//	wspec distill eval  --drafter MODE --dir DIR [--prompts eval --chat --max-new 128 --k-max 8 --json F]
+//
+// The target (--model, default stories15M) is a Llama-family folder or GGUF file (quantized
+// tensors decoded to float32; grouped-query attention is computed as such; the EAGLE heads it
+// trains have a key/value head per query head). --chat sends each prompt as a user's message
+// in the model's chat template, as `wspec serve` renders a chat request.
 //
 // gen and train check their output first: an existing dataset file, or a folder holding
 // anything, is refused before any work unless --force (which replaces a folder only when it
@@ -37,6 +43,11 @@
 //     replay's counts against real speculative decoding through spec/sched on the CPU target).
 //     --sampling-temperature T adds, for the EAGLE heads, the first draft's acceptance at T
 //     with argmax drafts against drafts sampled from the head.
+//
+// recipe-smollm2.sh trains an EAGLE-3 head for a real chat model, SmolLM2-135M-Instruct's
+// Q4_1 GGUF, on instruction prompts (prompts/chat-train.txt, chat-eval.txt: templates x
+// topics, 8 topics kept apart; chat-prompts.py writes them); its time and acceptance are in
+// docs/speculative.md.
 //
 // recipe.sh makes the drafters the repository ships in spec/drafters/stories15M (12.6 MB in
 // all, with their loss curves and eval.json) in about 37 minutes on a 2-core machine. A

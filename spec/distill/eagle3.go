@@ -145,10 +145,17 @@ func (e *Eagle3) warmStart() {
 		e.FC.W[i*3*H+2*H+i] = 1
 	}
 	copy(e.HidNorm.W, last.AttnNorm)
+	// The head has a key/value head per query head: a target that shares each among a group
+	// of query heads gives every head of the group its shared one's rows.
 	w := e.L.Wqkv.W
+	hd, group := t.Cfg.HeadDim, t.Cfg.NHeads/t.Cfg.NKVHeads
 	for r, src := range [][]float32{last.Wq, last.Wk, last.Wv} {
 		for i := range H {
-			copy(w[(r*H+i)*2*H+H:(r*H+i+1)*2*H], src[i*H:(i+1)*H])
+			j := i // the source row
+			if r > 0 {
+				j = (i/hd/group)*hd + i%hd
+			}
+			copy(w[(r*H+i)*2*H+H:(r*H+i+1)*2*H], src[j*H:(j+1)*H])
 		}
 	}
 	copy(e.L.Wo.W, last.Wo)

@@ -2,6 +2,7 @@ package distill
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/wspec/wspec/runtime/ref"
@@ -10,8 +11,13 @@ import (
 
 // tinyTarget is a small random target and a dataset generated from it.
 func tinyTarget(t *testing.T, aux []int) (*weights.LlamaWeights, *Dataset) {
+	return tinyTargetHeads(t, aux, 2, 2)
+}
+
+// tinyTargetHeads is tinyTarget with heads query heads sharing kvHeads key/value heads.
+func tinyTargetHeads(t *testing.T, aux []int, heads, kvHeads int) (*weights.LlamaWeights, *Dataset) {
 	t.Helper()
-	cfg := weights.Config{Arch: "llama", Dim: 16, HiddenDim: 24, NLayers: 3, NHeads: 2, NKVHeads: 2, HeadDim: 8,
+	cfg := weights.Config{Arch: "llama", Dim: 16, HiddenDim: 24, NLayers: 3, NHeads: heads, NKVHeads: kvHeads, HeadDim: 16 / heads,
 		Vocab: 40, MaxSeq: 32, RopeTheta: 10000, RMSEps: 1e-5, TieEmbed: true, BOS: 1, EOS: []int{2}}
 	w := ref.RandomLlama(cfg, 11)
 	m, err := NewLlama(w, 0)
@@ -73,6 +79,40 @@ func TestEagle3Grad(t *testing.T) {
 // What the EAGLE-3 trainer computes is what the head computes when it drafts: the logits
 // of TTT step k at row t equal those of depth k+1 of EagleHead after a catch-up over rows
 // 0..t, fed the true tokens at the depths (as the training-time test feeds them).
+// A warm start from a target with grouped-query attention gives each query head of a group
+// the key/value rows of the group's shared head, and the exported head (a key/value head per
+// query head) loads next to the target.
+func TestEagle3WarmStartGQA(t *testing.T) {
+	w, d := tinyTargetHeads(t, []int{0, 1, 2}, 4, 2)
+	e, err := NewEagle3(w, d, Eagle3Options{DraftVocab: 20, TTT: 2, WarmStart: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	H, hd, last := w.Cfg.Dim, w.Cfg.HeadDim, w.Layers[len(w.Layers)-1]
+	for r, src := range [][]float32{last.Wq, last.Wk, last.Wv} {
+		for h := range 4 {
+			from := h // the target's head whose rows head h starts from
+			if r > 0 {
+				from = h / 2
+			}
+			for i := range hd {
+				got := e.L.Wqkv.W[(r*H+h*hd+i)*2*H+H : (r*H+h*hd+i+1)*2*H]
+				want := src[(from*hd+i)*H : (from*hd+i+1)*H]
+				if !slices.Equal(got, want) {
+					t.Fatalf("projection %d, head %d, row %d: %v, want the target's head %d: %v", r, h, i, got, from, want)
+				}
+			}
+		}
+	}
+	tm, err := NewLlama(w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewEagleHead(e.Export(), tm); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestEagle3TrainMatchesInference(t *testing.T) {
 	w, d := tinyTarget(t, []int{0, 1, 2})
 	e, err := NewEagle3(w, d, Eagle3Options{DraftVocab: 25, TTT: 3, Seed: 1})

@@ -129,7 +129,7 @@ func (s *EagleState) Forward(tokens []int, feats []float32, width int) (logits, 
 	s.cache.k[0] = append(s.cache.k[0][:s.cache.n*q], kb...)
 	s.cache.v[0] = append(s.cache.v[0][:s.cache.n*q], vb...)
 	att := make([]float32, M*q)
-	cachedAttention(att, qb, rows, pos, 0, c.NHeads, c.HeadDim)
+	cachedAttention(att, qb, rows, pos, 0, c.NHeads, c.NHeads, c.HeadDim)
 	s.cache.n += M
 	a := append([]float32(nil), g...)
 	GemmPacked(M, att, h.wo, a, true)

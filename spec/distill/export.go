@@ -8,10 +8,13 @@ import (
 	"github.com/wspec/wspec/weights"
 )
 
-// headConfig is the config of a one-layer head of width H on target config t.
+// headConfig is the config of a one-layer head of width H on target config t. The head's
+// attention has a key/value head per query head (what the trainer's layer computes), whatever
+// the target shares.
 func headConfig(t weights.Config, hidden int) weights.Config {
 	c := t
 	c.NLayers, c.HiddenDim = 1, hidden
+	c.NKVHeads = c.NHeads
 	c.TieEmbed = false
 	c.MaxSeq = max(c.MaxSeq, 2048)
 	return c

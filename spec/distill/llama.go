@@ -25,7 +25,7 @@ type Llama struct {
 
 // NewLlama prepares w for the CPU forward pass (fused projections, a RoPE table of maxPos
 // positions; maxPos 0 means the model's max_position_embeddings plus 16 for draft rows).
-// Models with llama3 rope scaling or grouped-query attention are refused.
+// Models with llama3 rope scaling or q/k norms are refused.
 func NewLlama(w *weights.LlamaWeights, maxPos int) (*Llama, error) {
 	c := w.Cfg
 	if c.RopeScaling != nil {
@@ -34,8 +34,8 @@ func NewLlama(w *weights.LlamaWeights, maxPos int) (*Llama, error) {
 	if c.QKNorm {
 		return nil, fmt.Errorf("distill: %w: q/k norms (qwen3) in the CPU forward pass", weights.ErrUnsupported)
 	}
-	if c.NKVHeads != c.NHeads {
-		return nil, fmt.Errorf("distill: %w: grouped-query attention (%d/%d heads) in the CPU forward pass", weights.ErrUnsupported, c.NHeads, c.NKVHeads)
+	if c.NKVHeads < 1 || c.NHeads%c.NKVHeads != 0 {
+		return nil, fmt.Errorf("distill: %d query heads do not share %d key/value heads evenly", c.NHeads, c.NKVHeads)
 	}
 	if maxPos == 0 {
 		maxPos = c.MaxSeq + 16
@@ -100,8 +100,9 @@ type Outputs struct {
 // Forward appends the rows to their caches and runs them through the model together.
 func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error) {
 	c := m.Cfg
-	M, dim, hd, nH := len(rows), c.Dim, c.HeadDim, c.NHeads
-	q := nH * hd
+	M, dim, hd, nH, nKV := len(rows), c.Dim, c.HeadDim, c.NHeads, c.NKVHeads
+	q, kv := nH*hd, nKV*hd
+	qkvW := q + 2*kv // a row of the fused projection: q, then k, then v
 	pos := make([]int, M)
 	for r, row := range rows {
 		pos[r] = row.Cache.n
@@ -121,8 +122,8 @@ func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error
 		copy(x[r*dim:(r+1)*dim], m.W.Embed[row.Token*dim:])
 	}
 	h := make([]float32, M*dim)
-	qkv := make([]float32, M*3*q)
-	qb, kb, vb := make([]float32, M*q), make([]float32, M*q), make([]float32, M*q)
+	qkv := make([]float32, M*qkvW)
+	qb, kb, vb := make([]float32, M*q), make([]float32, M*kv), make([]float32, M*kv)
 	att := make([]float32, M*q)
 	gu := make([]float32, M*2*c.HiddenDim)
 	g, u, act := make([]float32, M*c.HiddenDim), make([]float32, M*c.HiddenDim), make([]float32, M*c.HiddenDim)
@@ -138,18 +139,18 @@ func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error
 		GemmPacked(M, h, m.qkv[l], qkv, false)
 		addBias(qkv, m.bqkv[l], M)
 		for r := range M {
-			copy(qb[r*q:], qkv[r*3*q:r*3*q+q])
-			copy(kb[r*q:], qkv[r*3*q+q:r*3*q+2*q])
-			copy(vb[r*q:], qkv[r*3*q+2*q:(r+1)*3*q])
+			copy(qb[r*q:], qkv[r*qkvW:r*qkvW+q])
+			copy(kb[r*kv:], qkv[r*qkvW+q:r*qkvW+q+kv])
+			copy(vb[r*kv:], qkv[r*qkvW+q+kv:(r+1)*qkvW])
 		}
 		m.rope.apply(qb, pos, nH, false)
-		m.rope.apply(kb, pos, nH, false)
+		m.rope.apply(kb, pos, nKV, false)
 		for r, row := range rows {
 			kc := row.Cache
-			kc.k[l] = append(kc.k[l][:pos[r]*q], kb[r*q:(r+1)*q]...)
-			kc.v[l] = append(kc.v[l][:pos[r]*q], vb[r*q:(r+1)*q]...)
+			kc.k[l] = append(kc.k[l][:pos[r]*kv], kb[r*kv:(r+1)*kv]...)
+			kc.v[l] = append(kc.v[l][:pos[r]*kv], vb[r*kv:(r+1)*kv]...)
 		}
-		cachedAttention(att, qb, rows, pos, l, nH, hd)
+		cachedAttention(att, qb, rows, pos, l, nH, nKV, hd)
 		GemmPacked(M, att, m.wo[l], x, true)
 		rmsNorm(h, x, ly.FFNNorm, nil, M, dim, c.RMSEps)
 		GemmPacked(M, h, m.w13[l], gu, false)
@@ -173,21 +174,23 @@ func (m *Llama) Forward(rows []Row, aux []int, wantLogits bool) (*Outputs, error
 }
 
 // cachedAttention is causal attention of each row's queries q [M, heads, hd] over layer l
-// of its cache, positions 0..pos[r], into att [M, heads, hd].
-func cachedAttention(att, q []float32, rows []Row, pos []int, l, heads, hd int) {
+// of its cache ([n, kvHeads, hd]; query head h reads key/value head h/(heads/kvHeads)),
+// positions 0..pos[r], into att [M, heads, hd].
+func cachedAttention(att, q []float32, rows []Row, pos []int, l, heads, kvHeads, hd int) {
 	scale := 1 / float32(sqrt64(float64(hd)))
-	kvRow := heads * hd
+	kvRow, group := kvHeads*hd, heads/kvHeads
 	parallelFor(len(rows)*heads, 4, func(lo, hi int) {
 		var s []float32
 		for i := lo; i < hi; i++ {
 			r, h := i/heads, i%heads
+			g := h / group // the key/value head
 			kc, vc := rows[r].Cache.k[l], rows[r].Cache.v[l]
 			n := pos[r] + 1
 			s = slices.Grow(s[:0], n)[:n]
 			qh := q[(r*heads+h)*hd : (r*heads+h+1)*hd]
 			mx := float32(-1e30)
 			for t := range n {
-				s[t] = dot(qh, kc[t*kvRow+h*hd:t*kvRow+(h+1)*hd]) * scale
+				s[t] = dot(qh, kc[t*kvRow+g*hd:t*kvRow+(g+1)*hd]) * scale
 				mx = max(mx, s[t])
 			}
 			var sum float32
@@ -198,7 +201,7 @@ func cachedAttention(att, q []float32, rows []Row, pos []int, l, heads, hd int) 
 			o := att[(r*heads+h)*hd : (r*heads+h+1)*hd]
 			clear(o)
 			for t := range n {
-				axpy(s[t]/sum, vc[t*kvRow+h*hd:t*kvRow+(h+1)*hd], o)
+				axpy(s[t]/sum, vc[t*kvRow+g*hd:t*kvRow+(g+1)*hd], o)
 			}
 		}
 	})

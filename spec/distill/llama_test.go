@@ -66,6 +66,14 @@ func TestLlamaMatchesRef(t *testing.T) {
 	testLlamaAgainstRef(t, ref.RandomLlama(cfg, 7), []int{1, 4, 9, 16, 25}, 6)
 }
 
+// Grouped-query attention (SmolLM2 and Llama 3 share each key/value head among 3-4 query
+// heads).
+func TestLlamaMatchesRefGQA(t *testing.T) {
+	cfg := weights.Config{Arch: "llama", Dim: 48, HiddenDim: 64, NLayers: 3, NHeads: 6, NKVHeads: 2, HeadDim: 8,
+		Vocab: 50, MaxSeq: 64, RopeTheta: 100000, RMSEps: 1e-5, TieEmbed: true}
+	testLlamaAgainstRef(t, ref.RandomLlama(cfg, 9), []int{1, 4, 9, 16, 25}, 6)
+}
+
 func TestLlamaMatchesRefStories(t *testing.T) {
 	if _, err := os.Stat(storiesDir); err != nil {
 		t.Fatalf("stories15M not set up (%v): run ./setup.sh", err)

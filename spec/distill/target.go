@@ -5,21 +5,29 @@ import (
 	"path/filepath"
 
 	"github.com/wspec/wspec/weights"
+	"github.com/wspec/wspec/weights/chat"
 	"github.com/wspec/wspec/weights/tokenizer"
 )
 
 // Target is the model drafters are distilled from, on the CPU.
 type Target struct {
-	Dir string
-	W   *weights.LlamaWeights
-	M   *Llama
-	ID  weights.TargetID // what the drafters' configs record
-	Tok *tokenizer.Tokenizer
+	Dir     string // a Hugging Face folder or a GGUF file
+	W       *weights.LlamaWeights
+	M       *Llama
+	ID      weights.TargetID // what the drafters' configs record
+	Tok     *tokenizer.Tokenizer
+	chatSrc string // the chat template, as `wspec serve` finds it
 }
 
-// LoadTarget reads the target model folder dir (weights and tokenizer).
-func LoadTarget(dir string) (*Target, error) {
-	w, err := weights.LoadLlama(dir, nil)
+// LoadTarget reads the target model at path, a folder or a GGUF file (whose quantized
+// tensors are decoded to float32), with its tokenizer and chat template.
+func LoadTarget(path string) (*Target, error) {
+	mod, err := weights.OpenModel(path)
+	if err != nil {
+		return nil, err
+	}
+	defer mod.Close()
+	w, err := weights.LlamaFrom(mod.Config, mod.Source, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +35,13 @@ func LoadTarget(dir string) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, err
+	src := mod.ChatTemplate // a GGUF file's; else the folder's, or the server's default
+	if src == "" {
+		if src, _, err = chat.Load(path, ""); err != nil {
+			return nil, err
+		}
 	}
-	return &Target{Dir: dir, W: w, M: m, ID: weights.TargetIDOfWeights(filepath.Base(dir), w), Tok: tok}, nil
+	return &Target{Dir: path, W: w, M: m, ID: weights.TargetIDOfWeights(filepath.Base(path), w), Tok: mod.Tokenizer, chatSrc: src}, nil
 }
 
 // Encode tokenizes prompts as the engine does (BOS first when the tokenizer adds one).
@@ -41,6 +51,29 @@ func (t *Target) Encode(prompts []string) [][]int {
 		out = append(out, t.Tok.Encode(p, t.Tok.AddBOS()))
 	}
 	return out
+}
+
+// ChatPrompts renders each prompt as a user's message in the model's own chat template,
+// ending where the assistant's reply begins, as the server renders a chat request.
+func (t *Target) ChatPrompts(prompts []string) ([]string, error) {
+	bos, eos := "", ""
+	if id := t.Tok.BOS(); id >= 0 {
+		bos = t.Tok.Piece(id)
+	}
+	if ids := t.Tok.EOS(); len(ids) > 0 {
+		eos = t.Tok.Piece(ids[0])
+	}
+	tpl, err := chat.New(t.chatSrc, t.Dir, bos, eos, t.Tok.AddBOS())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(prompts))
+	for i, p := range prompts {
+		if out[i], err = tpl.Render(chat.Input{Messages: []chat.Message{{Role: "user", Content: p}}, AddGenerationPrompt: true}); err != nil {
+			return nil, fmt.Errorf("distill: prompt %d: %w", i+1, err)
+		}
+	}
+	return out, nil
 }
 
 // CheckDataset refuses a dataset another model generated.
@@ -69,8 +102,11 @@ func Split(d *Dataset, frac float64, seed int64) (train, val []int) {
 // Simulate next to target t, after checking that dir was trained for t (when its config
 // says), and returns the aux layers its reference sequences must carry (EAGLE-3; else nil).
 func LoadSimDrafter(mode, dir string, t *Target) (SimDrafter, []int, error) {
-	if err := weights.CheckTargetDir(dir, t.Dir); err != nil {
+	if want, err := weights.ReadTargetID(dir); err != nil {
 		return nil, nil, err
+	} else if want != nil && want.Fingerprint != t.ID.Fingerprint {
+		return nil, nil, fmt.Errorf("distill: %w: %s was trained for %q (fingerprint %s), the target %s has %s",
+			weights.ErrWrongTarget, dir, want.Name, want.Fingerprint, t.Dir, t.ID.Fingerprint)
 	}
 	switch mode {
 	case weights.EagleKind1, weights.EagleKind3:
