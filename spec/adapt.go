@@ -2,7 +2,7 @@ package spec
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -39,7 +39,8 @@ type CostModel struct {
 	blocking Blocking
 	// seeded are step times measured once at load, which price a block (perBlock) before
 	// steps of several blocks are observed: what a full batch costs and one more row past it.
-	seeded map[int]float64
+	seeded  map[int]float64
+	slowRun int // steps in a row left out as a busy machine's (ObserveStep)
 }
 
 // Blocking is how a device runs a step of n rows: in blocks blocks, each reading the
@@ -51,10 +52,8 @@ type CostModel struct {
 // so a draft that fills a block's padding is nearly free and one that opens a block is dear.
 type Blocking func(n int) (blocks, computed int)
 
+// ema is a mean that weighs the last Memory observations most (its weight: about how many).
 type ema struct{ mean, weight float64 }
-
-// emaDecay weighs past observations: about the last 20 count.
-const emaDecay = 0.95
 
 func (e *ema) add(v float64) {
 	e.weight = e.weight*emaDecay + 1
@@ -66,24 +65,27 @@ func NewCostModel(decode, perRow time.Duration) *CostModel {
 	return &CostModel{fixed: (decode - perRow).Seconds(), perRow: perRow.Seconds(), byRows: map[int]*ema{}, byHeight: map[int]*ema{}, byDrafts: map[int]*ema{}}
 }
 
-// ObserveStep records a step of rows rows that took d.
+// ObserveStep records a step of rows rows that took d. A step slowStep times slower than
+// its row count's mean is a busy machine's and is left out, up to Memory of them in a row
+// (then the machine is that slow now): a busy spell slows the steps the plan makes then, and
+// counted, it makes those row counts look dear beside the others.
 func (c *CostModel) ObserveStep(rows int, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e := c.byRows[rows]; e != nil && e.weight >= minFitWeight && d.Seconds() > slowStep*e.mean {
+		if c.slowRun < Memory {
+			c.slowRun++
+			return
+		}
+	} else {
+		c.slowRun = 0
+	}
 	observe(c.byRows, rows, d)
 	if b, comp := c.shape(rows); b == 1 {
 		observe(c.byHeight, comp, d)
 	}
 	c.fixed, c.perRow = fitLine(c.byRows, c.oneBlock, c.fixed, c.perRow)
 }
-
-// Every row count's mean time fades as steps of other row counts are observed, as its own
-// does (the ema's decay), and one that has faded below minFitWeight leaves the fit: a time
-// measured while the machine was busy (the calibration's 9 rows, the long drafts of a busy
-// minute) would otherwise price rows for as long as the plan does not step that many rows
-// again, which, once it prices them dear, it never does. The row counts stepped lately fit
-// the line; with one of them left the line keeps its slope.
-const minFitWeight = 0.25
 
 // SetBlocking tells the model how the device runs a step's rows.
 func (c *CostModel) SetBlocking(b Blocking) {
@@ -141,9 +143,6 @@ func (c *CostModel) perBlock() float64 {
 	}
 	return sum / w
 }
-
-// trustBlock is the weight an observed step of several blocks needs to price a block.
-const trustBlock = 2
 
 // ObserveDraft records a drafter's call that proposed tokens tokens in d.
 func (c *CostModel) ObserveDraft(tokens int, d time.Duration) {
@@ -316,9 +315,10 @@ func sameBlocks(blocking Blocking, a, b int) bool {
 // CalibrationRows are the row counts Calibrate times.
 var CalibrationRows = []int{1, 2, 3, 5, 9}
 
-// Calibrate fits a cost model to median step times measured for CalibrationRows: step(rows)
-// runs one step of that many rows and returns its time. The row counts take turns, so that a
-// busy spell of the machine slows each of them alike rather than the last ones measured.
+// Calibrate fits a cost model to the fastest of reps step times measured for each of
+// CalibrationRows: step(rows) runs one step of that many rows and returns its time. The row
+// counts take turns, and the fastest time is kept, since a busy machine only ever slows a step:
+// a busy spell during calibration then has to cover every repetition of a row count to count.
 func Calibrate(step func(rows int) (time.Duration, error), reps int) (*CostModel, error) {
 	times := map[int][]time.Duration{}
 	for r := 0; r < reps; r++ {
@@ -330,16 +330,15 @@ func Calibrate(step func(rows int) (time.Duration, error), reps int) (*CostModel
 			times[rows] = append(times[rows], d)
 		}
 	}
-	med := map[int]time.Duration{}
+	fastest := map[int]time.Duration{}
 	for rows, ts := range times {
-		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
-		med[rows] = ts[len(ts)/2]
+		fastest[rows] = slices.Min(ts)
 	}
 	first, last := CalibrationRows[0], CalibrationRows[len(CalibrationRows)-1]
-	per := time.Duration(math.Max(0, float64(med[last]-med[first])/float64(last-first)))
-	c := NewCostModel(med[first], per)
+	per := time.Duration(math.Max(0, float64(fastest[last]-fastest[first])/float64(last-first)))
+	c := NewCostModel(fastest[first], per)
 	for _, rows := range CalibrationRows { // in order: each observation fades the others'
-		c.ObserveStep(rows, med[rows])
+		c.ObserveStep(rows, fastest[rows])
 	}
 	return c, nil
 }

@@ -302,7 +302,8 @@ func TestAcceptanceSeed(t *testing.T) {
 	}
 	// A deep position drafted less often keeps its own evidence, up to the weight: Medusa's
 	// first head right 40% of 50 drafts, its second never in 6; scaled with the first, the 6
-	// were worth one draft against the prior's two of 40%, and a second draft looked 27% likely.
+	// would be worth under two drafts against the prior's two of the first head's rate (lately
+	// 58%), and a second draft would look 27% likely; kept apart, 16%.
 	var medusa Acceptance
 	for i := range 50 {
 		medusa.Record(1, min(1, i%5/3))
@@ -311,7 +312,7 @@ func TestAcceptanceSeed(t *testing.T) {
 		medusa.Record(2, 1)
 	}
 	seeded.Seed(&medusa, 8)
-	if r := seeded.Rate(1); r > 0.15 {
+	if r := seeded.Rate(1); r > 0.2 {
 		t.Errorf("seeded from a second position never right in 6 drafts: rate %.2f", r)
 	}
 	fresh.Seed(&Acceptance{}, 8) // an engine that has learnt nothing gives nothing

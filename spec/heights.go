@@ -34,19 +34,11 @@ func (c *CostModel) heightPrices() heightPrices {
 // for each row past it, what a row added between it and the next such height (the line's slope
 // without one); never above a higher height's time.
 //
-// The line is fitted over every row count, so between heights it can be far off: on the
-// inflated model, calibrated (then) at 1, 5 and 9 rows, it priced a second row at 90 ms where
-// steps of two rows took 60 ms more than steps of one, and the plan left EAGLE's drafts out
-// (1.05x) where one a step made 1.18x. Above the heights stepped lately it made rows nearly
-// free: with a prompt's prefill (16 rows computed, cheaper a row than decoding) in the fit, the
-// line rose 25-45 ms a row where steps of three rows took 90 ms more than steps of two, so
-// five rows were priced little above three and EAGLE-3, drafting two a step, drafted four now
-// and then (its third and fourth drafts accepted one time in ten). What a row adds between
-// two heights stepped often is measured lately, so it fades with them; a height stepped once
-// or twice lately may hold a busy minute's time, so it neither prices a height stepped often
-// nor stands between two: one slow two-row step (428 ms, where they took about 360) floored
-// the three-row steps the plan then made, so a second draft looked free beside the first and
-// the 2-layer draft model drafted two (its second right 21-30%) until that time faded.
+// Why not the line alone: it is fitted over every row count, prompt chunks' included, so
+// between heights it can be far off (a second row priced at 1.5 times what it adds) and above
+// the heights stepped lately it can make rows nearly free. A height stepped once or twice
+// lately may hold a busy minute's time, so it neither prices a height stepped often nor stands
+// between two. docs/speculative.md ("The planner") has the runs that showed each.
 func (hp heightPrices) price(h int, line, perRow float64) float64 {
 	var below, above *heightPrice // the nearest heights stepped often either side of h
 	run := 0.0

@@ -236,9 +236,9 @@ func TestFakeSpeculationSteps(t *testing.T) {
 	}
 }
 
-// A sequence whose probes are rejected is probed after 16 steps without drafts, then after
-// 32, 64, ... up to probeMax; accepted probes halve the wait back to 16, and once the plan
-// drafts by itself probes come every 16 steps again.
+// A sequence whose probes are rejected is probed after spec.Memory (20) steps without drafts,
+// then after 40, 80, ... up to spec.ProbeMaxWait; accepted probes halve the wait back to 20,
+// and once the plan drafts by itself probes come every 20 steps again.
 func TestProbeBackoff(t *testing.T) {
 	probesOf := func(st *seqState, accepted func(step int) int) []int {
 		var probes []int
@@ -259,18 +259,18 @@ func TestProbeBackoff(t *testing.T) {
 		return probes
 	}
 	var st seqState
-	want := []int{16, 49, 114, 243, 500, 1013, 1526}
+	want := []int{20, 61, 142, 303, 624, 1137, 1650}
 	if probes := probesOf(&st, func(int) int { return 0 }); !slices.Equal(probes, want) {
 		t.Fatalf("rejected probes at steps %v, want %v", probes, want)
 	}
 	st.idle = 0
 	st.planned(3) // the plan drafts again by itself
-	if st.probe != probeEvery {
-		t.Fatalf("after drafting by plan the next probe waits %d steps, want %d", st.probe, probeEvery)
+	if st.probe != spec.Memory {
+		t.Fatalf("after drafting by plan the next probe waits %d steps, want %d", st.probe, spec.Memory)
 	}
-	// rejected until step 200, accepted after: the waits halve back to 16
+	// rejected until step 200, accepted after: the waits halve back to 20
 	probes := probesOf(&seqState{}, func(step int) int { return min(1, max(0, step-200)) })
-	want = []int{16, 49, 114, 243, 308, 341, 358, 375}
+	want = []int{20, 61, 142, 303, 384, 425, 446, 467}
 	if !slices.Equal(probes[:len(want)], want) {
 		t.Fatalf("probes accepted past step 200 at steps %v, want %v...", probes, want)
 	}

@@ -98,7 +98,7 @@ func (s *Scheduler) admit(waiting, running []*job) ([]*job, []*job) {
 			break
 		}
 		st := &seqState{seq: pool.NewSequence()}
-		st.acc.Seed(&s.acc, seedAcceptance)
+		st.acc.Seed(&s.acc, spec.SeedDrafts)
 		if j.scoring() { // a preempted job scores its prompt again from the start
 			j.res.PromptLogprobs = j.res.PromptLogprobs[:0]
 		} else {
