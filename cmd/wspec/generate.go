@@ -65,17 +65,38 @@ func (f *specFlags) config() (*spec.Config, error) {
 	return &spec.Config{Mode: *f.mode, NumSpeculativeTokens: *f.k, Model: *f.draft}, nil
 }
 
+// addSamplingFlags adds a flag for each of engine.SamplingParams (--top-p for top_p, at its
+// Default); the function it returns reads them into a Sampling.
+func addSamplingFlags(fs *pflag.FlagSet) func() (engine.Sampling, error) {
+	vals := make([]func() float64, len(engine.SamplingParams))
+	for i := range engine.SamplingParams {
+		p := &engine.SamplingParams[i]
+		help := fmt.Sprintf("%s: %s", p.Help, p.Want)
+		if p.Int {
+			v := fs.Int(p.FlagName(), int(p.Default), help)
+			vals[i] = func() float64 { return float64(*v) }
+		} else {
+			v := fs.Float64(p.FlagName(), p.Default, help)
+			vals[i] = func() float64 { return *v }
+		}
+	}
+	return func() (engine.Sampling, error) {
+		s := engine.DefaultSampling()
+		for i := range engine.SamplingParams {
+			p := &engine.SamplingParams[i]
+			if err := p.Set(&s, vals[i]()); err != nil {
+				return s, fmt.Errorf("--%s: %w", p.FlagName(), err)
+			}
+		}
+		return s, nil
+	}
+}
+
 func runGenerate(args []string) error {
 	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
 	maxTokens := fs.Int("max-tokens", 256, "new tokens at most; 0: until the end of the context (where generation always stops)")
-	temperature := fs.Float32("temperature", 0, "sampling temperature; 0 is greedy")
-	topP := fs.Float32("top-p", 1, "nucleus sampling threshold in [0, 1]; 1 is off, 0 keeps the likeliest token alone")
-	topK := fs.Int("top-k", 0, "keep the k most likely tokens; 0 is off")
+	sampling := addSamplingFlags(fs)
 	seed := fs.Uint64("seed", 0, "random seed (the same seed and settings give the same text)")
-	minP := fs.Float32("min-p", 0, "keep tokens at least this times as likely as the likeliest; 0 is off")
-	presence := fs.Float32("presence-penalty", 0, "subtracted from the logit of each token already generated, in [-2, 2]")
-	frequency := fs.Float32("frequency-penalty", 0, "subtracted per occurrence among the generated tokens, in [-2, 2]")
-	repetition := fs.Float32("repetition-penalty", 1, "divides positive (multiplies negative) logits of tokens seen; 1 is off")
 	stops := fs.StringArray("stop", nil, "end the text where this string appears (repeatable)")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past the model's end-of-sequence tokens (vLLM's ignore_eos)")
 	sf := addStructuredFlags(fs)
@@ -95,10 +116,11 @@ func runGenerate(args []string) error {
 	if err != nil {
 		return err
 	}
-	*topP = engine.APITopP(*topP)
-	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, IgnoreEOS: *ignoreEOS, OnText: func(s string) { fmt.Print(s) },
-		Sampling: engine.Sampling{Temperature: *temperature, TopP: *topP, TopK: *topK, Seed: *seed, MinP: *minP,
-			PresencePenalty: *presence, FrequencyPenalty: *frequency, RepetitionPenalty: *repetition}}
+	opts := engine.GenerateOptions{MaxTokens: *maxTokens, Stop: *stops, IgnoreEOS: *ignoreEOS, OnText: func(s string) { fmt.Print(s) }}
+	if opts.Sampling, err = sampling(); err != nil {
+		return err
+	}
+	opts.Seed = *seed
 	if opts.Structured, err = sf.spec(); err != nil {
 		return err
 	}

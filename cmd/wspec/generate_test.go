@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // Flags a user can get wrong are refused before any model loads (none is needed here), with
@@ -42,5 +46,29 @@ func TestGenerateFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("generate %q: got %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// Each of engine.SamplingParams is a flag of `wspec generate` (its name with dashes) that
+// sets it, at the parameter's Default when not given.
+func TestGenerateSamplingFlags(t *testing.T) {
+	for i := range engine.SamplingParams {
+		p := &engine.SamplingParams[i]
+		fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
+		read := addSamplingFlags(fs)
+		if err := fs.Parse([]string{"--" + p.FlagName(), fmt.Sprint(p.Example)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := read()
+		want := engine.DefaultSampling()
+		p.Set(&want, p.Example)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("--%s %v: %+v, want %+v (%v)", p.FlagName(), p.Example, got, want, err)
+		}
+	}
+	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
+	read := addSamplingFlags(fs)
+	if got, err := read(); err != nil || fmt.Sprint(got) != fmt.Sprint(engine.DefaultSampling()) {
+		t.Errorf("no flags: %+v (%v)", got, err)
 	}
 }

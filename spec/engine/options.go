@@ -85,10 +85,8 @@ type GenerateOptions struct {
 	// truncate_prompt_tokens; -1: as many as the context leaves room for; 0: off).
 	TruncatePromptTokens int
 
-	// Sampling: Temperature 0 is greedy (otherwise finite and > 0); TopP in (0, 1] (0 is
-	// unset: off); TopK >= 1, or 0 or -1 (vLLM's spelling) for off; MinP in [0, 1];
-	// PresencePenalty and FrequencyPenalty in [-2, 2]; RepetitionPenalty > 0 (0 unset, 1
-	// off); LogitBias up to MaxLogitBias token ids of the vocabulary, each in [-100, 100];
+	// Sampling: the scalar parameters as SamplingParams declares them (their ranges are
+	// there); LogitBias up to MaxLogitBias token ids of the vocabulary, each in [-100, 100];
 	// TopLogprobs 0..MaxTopLogprobs (with Logprobs implied); Choice tells apart the
 	// generations of one prompt and seed (OpenAI's n: choice i of n).
 	Sampling
@@ -143,15 +141,6 @@ func (o *GenerateOptions) Speculate(k *int, fixed bool) {
 	}
 }
 
-// APITopP is a top_p as the OpenAI API, the CLI and the browser API take it: 0 is the
-// likeliest token alone (SmallestTopP), not "off" as the zero value of Sampling.TopP is.
-func APITopP(p float32) float32 {
-	if p == 0 {
-		return SmallestTopP
-	}
-	return p
-}
-
 // Limits of a request's options.
 const (
 	MaxStops        = 16  // stop strings
@@ -168,24 +157,15 @@ const (
 // flags before the model loads). Engine.NewRequest calls it; nothing after it checks the
 // options again.
 func (o *GenerateOptions) Validate(vocab int) error {
-	t, p := float64(o.Temperature), float64(o.TopP)
+	for i := range SamplingParams {
+		p := &SamplingParams[i]
+		if err := p.Check(p.get(&o.Sampling), vocab); err != nil {
+			return err
+		}
+	}
 	switch {
 	case o.MaxTokens < 0:
 		return invalid("max_tokens", "max_tokens %d: want at least 1 (or 0, unset: until the context is full)", o.MaxTokens)
-	case math.IsNaN(t) || math.IsInf(t, 0) || t < 0:
-		return invalid("temperature", "temperature %v: want a finite value >= 0 (0 is greedy)", o.Temperature)
-	case math.IsNaN(p) || p < 0 || p > 1:
-		return invalid("top_p", "top_p %v: want a value in (0, 1]", o.TopP)
-	case o.TopK < -1 || (vocab > 0 && o.TopK > vocab):
-		return invalid("top_k", "top_k %d: want -1 or 0 (off), or 1..the vocabulary size", o.TopK)
-	case !finiteIn(o.MinP, 0, 1):
-		return invalid("min_p", "min_p %v: want a value in [0, 1]", o.MinP)
-	case !finiteIn(o.PresencePenalty, -2, 2):
-		return invalid("presence_penalty", "presence_penalty %v: want a value in [-2, 2]", o.PresencePenalty)
-	case !finiteIn(o.FrequencyPenalty, -2, 2):
-		return invalid("frequency_penalty", "frequency_penalty %v: want a value in [-2, 2]", o.FrequencyPenalty)
-	case !finiteIn(o.RepetitionPenalty, 0, 1e6) || (o.RepetitionPenalty > 0 && o.RepetitionPenalty < 1e-3):
-		return invalid("repetition_penalty", "repetition_penalty %v: want a value > 0 (1: off)", o.RepetitionPenalty)
 	case len(o.LogitBias) > MaxLogitBias:
 		return invalid("logit_bias", "logit_bias: %d entries, at most %d", len(o.LogitBias), MaxLogitBias)
 	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:

@@ -49,6 +49,9 @@ func (s *Server) chatFromBody(ctx context.Context, body []byte) (*request, error
 	if err := json.Unmarshal(body, &creq); err != nil {
 		return nil, jsonError(err)
 	}
+	if err := readSampling(body, &creq); err != nil {
+		return nil, err
+	}
 	return s.chatRequest(ctx, &creq)
 }
 

@@ -42,6 +42,9 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) error
 	if _, err := dec.Token(); err != io.EOF {
 		return invalid("", codeInvalidJSON, "the request body has data after its JSON object")
 	}
+	if err := readSampling(body, v); err != nil {
+		return err
+	}
 	if unknown := unknownFields(body, v); len(unknown) > 0 && s.cfg.Warnings != nil {
 		fmt.Fprintf(s.cfg.Warnings, "warning: %s %s: ignoring unknown request fields %s\n", r.Method, r.URL.Path, strings.Join(unknown, ", "))
 	}
@@ -65,9 +68,10 @@ func unknownFields(body []byte, v any) []string {
 	if json.Unmarshal(body, &obj) != nil {
 		return nil
 	}
+	_, sampled := v.(sampledRequest)
 	var out []string
 	for k := range obj {
-		if !names.(map[string]bool)[k] {
+		if !names.(map[string]bool)[k] && !(sampled && engine.SamplingParamNamed(k) != nil) {
 			out = append(out, strconv.Quote(k))
 		}
 	}

@@ -8,15 +8,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // ReadGenerationConfig reads the sampling defaults of dir/generation_config.json as vLLM
-// applies them (--generation-config auto): temperature, top_p, top_k, min_p and
-// repetition_penalty where the file sets them. A folder without the file has none; a value
-// out of range is an error naming it.
+// applies them (--generation-config auto): each of engine.SamplingParams that may come from it
+// (temperature, top_p, top_k, min_p, repetition_penalty) where the file sets it. A folder
+// without the file has none; a value out of range is an error naming it.
 func ReadGenerationConfig(dir string) (SamplingDefaults, error) {
-	var d SamplingDefaults
+	d := SamplingDefaults{}
 	path := filepath.Join(dir, "generation_config.json")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
@@ -28,80 +31,46 @@ func ReadGenerationConfig(dir string) (SamplingDefaults, error) {
 		}
 		return d, err
 	}
-	var g struct {
-		Temperature       *float64 `json:"temperature"`
-		TopP              *float64 `json:"top_p"`
-		TopK              *int     `json:"top_k"`
-		MinP              *float64 `json:"min_p"`
-		RepetitionPenalty *float64 `json:"repetition_penalty"`
-		DoSample          *bool    `json:"do_sample"`
-	}
+	var g map[string]json.RawMessage
 	if err := json.Unmarshal(b, &g); err != nil {
 		return d, fmt.Errorf("%s: %w", path, err)
 	}
-	check := func(name string, v *float64, lo, hi float64) error {
-		if v != nil && !(*v >= lo && *v <= hi) {
-			return fmt.Errorf("%s: %s %g: want %g..%g", path, name, *v, lo, hi)
+	for i := range engine.SamplingParams {
+		p := &engine.SamplingParams[i]
+		raw, ok := g[p.Name]
+		if !p.GenerationConfig || !ok || string(raw) == "null" {
+			continue
 		}
-		return nil
-	}
-	for _, c := range []struct {
-		name   string
-		v      *float64
-		lo, hi float64
-	}{{"temperature", g.Temperature, 0, 2}, {"top_p", g.TopP, 0, 1}, {"min_p", g.MinP, 0, 1}, {"repetition_penalty", g.RepetitionPenalty, 0.01, 2}} {
-		if err := check(c.name, c.v, c.lo, c.hi); err != nil {
-			return d, err
+		var v float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return d, fmt.Errorf("%s: %s: want a number, got %s", path, p.Name, raw)
 		}
+		if err := p.Check(v, 0); err != nil {
+			return d, fmt.Errorf("%s: %w", path, err)
+		}
+		d[p.Name] = v
 	}
-	if g.TopK != nil && *g.TopK < -1 {
-		return d, fmt.Errorf("%s: top_k %d: want -1 or more", path, *g.TopK)
-	}
-	d = SamplingDefaults{Temperature: g.Temperature, TopP: g.TopP, TopK: g.TopK, MinP: g.MinP, RepetitionPenalty: g.RepetitionPenalty}
-	if g.DoSample != nil && !*g.DoSample && d.Temperature != nil {
-		zero := 0.0
-		d.Temperature = &zero // transformers' do_sample false is greedy
+	var doSample bool
+	if raw, ok := g["do_sample"]; ok && json.Unmarshal(raw, &doSample) == nil && !doSample {
+		if _, ok := d["temperature"]; ok {
+			d["temperature"] = 0 // transformers' do_sample false is greedy
+		}
 	}
 	return d, nil
 }
 
 // Set says whether any default is set.
-func (d SamplingDefaults) Set() bool {
-	return d.Temperature != nil || d.TopP != nil || d.TopK != nil || d.MinP != nil || d.RepetitionPenalty != nil
-}
+func (d SamplingDefaults) Set() bool { return len(d) > 0 }
 
+// String lists the defaults in engine.SamplingParams' order: "temperature 0.6, top_k 20".
 func (d SamplingDefaults) String() string {
-	out := ""
-	add := func(name string, v any) {
-		if out != "" {
-			out += ", "
-		}
-		out += fmt.Sprintf("%s %v", name, v)
-	}
-	for _, f := range []struct {
-		name string
-		v    *float64
-	}{{"temperature", d.Temperature}, {"top_p", d.TopP}, {"min_p", d.MinP}, {"repetition_penalty", d.RepetitionPenalty}} {
-		if f.v != nil {
-			add(f.name, *f.v)
+	var out []string
+	for _, p := range engine.SamplingParams {
+		if v, ok := d[p.Name]; ok {
+			out = append(out, fmt.Sprintf("%s %v", p.Name, v))
 		}
 	}
-	if d.TopK != nil {
-		add("top_k", *d.TopK)
-	}
-	return out
-}
-
-// apply fills the fields a request left unset.
-func (d SamplingDefaults) apply(f *samplingFields) {
-	for _, p := range []struct{ dst, def **float64 }{{&f.Temperature, &d.Temperature}, {&f.TopP, &d.TopP}, {&f.MinP, &d.MinP}, {&f.RepetitionPenalty, &d.RepetitionPenalty}} {
-		if *p.dst == nil && *p.def != nil {
-			*p.dst = *p.def
-		}
-	}
-	if f.TopK == nil && d.TopK != nil {
-		f.TopK = d.TopK
-	}
+	return strings.Join(out, ", ")
 }
 
 // seeder draws the seeds of unseeded requests: random, or from Config.Seed in order

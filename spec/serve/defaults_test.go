@@ -1,10 +1,14 @@
 package serve
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wspec/wspec/spec/engine"
 )
 
 // generation_config.json's sampling values become the defaults of requests that set none (a
@@ -20,20 +24,23 @@ func TestGenerationConfigDefaults(t *testing.T) {
 	if d, err := ReadGenerationConfig(dir); err != nil || d.Set() {
 		t.Fatalf("no file: %+v %v", d, err)
 	}
-	write(`{"bos_token_id": 1, "temperature": 0.6, "top_p": 0.95, "top_k": 20, "repetition_penalty": 1.05}`)
+	write(`{"bos_token_id": 1, "temperature": 0.6, "top_p": 0.95, "top_k": 20, "repetition_penalty": 1.05, "presence_penalty": 1}`)
 	d, err := ReadGenerationConfig(dir)
-	if err != nil || !d.Set() || d.String() != "temperature 0.6, top_p 0.95, repetition_penalty 1.05, top_k 20" {
+	if err != nil || !d.Set() || d.String() != "temperature 0.6, top_p 0.95, top_k 20, repetition_penalty 1.05" {
 		t.Fatalf("%q %v", d, err)
 	}
-	var f samplingFields
-	own := 1.0
-	f.Temperature = &own
-	d.apply(&f)
-	if *f.Temperature != 1 || *f.TopP != 0.95 || *f.TopK != 20 || f.MinP != nil || *f.RepetitionPenalty != 1.05 {
-		t.Errorf("applied: %+v", f)
+	s := &Server{cfg: Config{Defaults: d}}
+	got, err := s.sampling(samplingParams{"temperature": 1})
+	want := engine.Sampling{Temperature: 1, TopP: 0.95, TopK: 20, RepetitionPenalty: 1.05}
+	if err != nil || math.Abs(float64(got.TopP-want.TopP)) > 1e-7 || math.Abs(float64(got.RepetitionPenalty-want.RepetitionPenalty)) > 1e-7 {
+		t.Fatalf("applied: %+v %v", got, err)
+	}
+	got.TopP, got.RepetitionPenalty = want.TopP, want.RepetitionPenalty
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("applied: %+v, want %+v (the request's temperature, the file's top_p, top_k and repetition_penalty; presence_penalty is not a generation config's)", got, want)
 	}
 	write(`{"temperature": 0.7, "do_sample": false}`)
-	if d, err := ReadGenerationConfig(dir); err != nil || *d.Temperature != 0 {
+	if d, err := ReadGenerationConfig(dir); err != nil || d["temperature"] != 0 {
 		t.Errorf("do_sample false: %v %v", d, err)
 	}
 	write(`{"top_p": 1.5}`)

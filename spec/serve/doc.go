@@ -56,16 +56,17 @@
 // ids or a list of them); messages (roles system, developer, user, assistant, tool; content a
 // string or text parts; an assistant's tool_calls and reasoning_content, a tool's
 // tool_call_id); max_tokens / max_completion_tokens (the latter wins; completions default to
-// 16, chat to the rest of the context; prompt + max_tokens must fit the context); temperature
-// (>= 0, default 1; 0 is greedy); top_p in [0, 1] (0: the likeliest token alone); top_k (-1 or
-// 0: off); min_p (unset, these four and repetition_penalty come from the
-// model's generation_config.json: Config.Defaults); seed (absent: a random one, or the next
+// 16, chat to the rest of the context; prompt + max_tokens must fit the context); the sampling
+// parameters of engine.SamplingParams (temperature, default 1, top_p, top_k, min_p,
+// presence_penalty, frequency_penalty, repetition_penalty; `wspec generate --help` lists their
+// ranges; unset, those a model's generation_config.json may set come from it:
+// Config.Defaults); seed (absent: a random one, or the next
 // from --seed); n (1..16; the choices run concurrently, choice
 // i with its own random stream); stop (a string or up to 16, each 1..256 bytes, matched across
 // token boundaries and cut from the text); logprobs (chat: a boolean with top_logprobs 0..20;
 // completions: 0..20); prompt scoring (score.go): completions' echo, vLLM's prompt_logprobs
-// (0..20, not streamed), max_tokens 0 with either; presence_penalty and frequency_penalty (-2..2); repetition_penalty (> 0,
-// 1 is off); logit_bias (up to 300 token ids, -100..100); vLLM's ignore_eos, stop_token_ids,
+// (0..20, not streamed), max_tokens 0 with either; logit_bias (up to 300 token ids,
+// -100..100); vLLM's ignore_eos, stop_token_ids,
 // truncate_prompt_tokens (keep the prompt's last n tokens, -1 as many as fit), min_tokens,
 // include_stop_str_in_output, skip_special_tokens and spaces_between_special_tokens (both
 // default true); stream, stream_options. All of them hold with speculation on: the rejection

@@ -46,19 +46,17 @@ type responsesRequest struct {
 }
 
 // samplingPassThrough are chat completions' fields a Responses request may carry too
-// (vLLM takes them on /v1/responses).
+// (vLLM takes them on /v1/responses), beside the sampling parameters (params).
 type samplingPassThrough struct {
-	TopK              json.RawMessage `json:"top_k,omitempty"`
-	MinP              json.RawMessage `json:"min_p,omitempty"`
+	params            samplingParams
 	Seed              json.RawMessage `json:"seed,omitempty"`
 	Stop              json.RawMessage `json:"stop,omitempty"`
-	PresencePenalty   json.RawMessage `json:"presence_penalty,omitempty"`
-	FrequencyPenalty  json.RawMessage `json:"frequency_penalty,omitempty"`
-	RepetitionPenalty json.RawMessage `json:"repetition_penalty,omitempty"`
 	StructuredOutputs json.RawMessage `json:"structured_outputs,omitempty"`
 	Speculative       json.RawMessage `json:"speculative,omitempty"`
 	ChatTemplateKw    json.RawMessage `json:"chat_template_kwargs,omitempty"`
 }
+
+func (p *samplingPassThrough) samplingParams() *samplingParams { return &p.params }
 
 type responsesText struct {
 	Format    *responsesFormat `json:"format"`
@@ -159,11 +157,8 @@ func (s *Server) responsesToChat(req *responsesRequest) ([]json.RawMessage, []by
 	if req.MaxOutputTokens != nil {
 		body["max_completion_tokens"] = *req.MaxOutputTokens
 	}
-	if req.Temperature != nil {
-		body["temperature"] = *req.Temperature
-	}
-	if req.TopP != nil {
-		body["top_p"] = *req.TopP
+	for name, v := range req.params { // temperature and top_p among them
+		body[name] = v
 	}
 	if req.Truncation != nil && *req.Truncation != "disabled" {
 		return nil, nil, invalid("truncation", codeUnsupported, "truncation %q: only \"disabled\" (a conversation longer than the context is refused)", *req.Truncation)

@@ -80,12 +80,9 @@ type Config struct {
 	MaxLogprobs int
 }
 
-// SamplingDefaults are sampling settings a request gets where it does not set them (nil:
-// OpenAI's default).
-type SamplingDefaults struct {
-	Temperature, TopP, MinP, RepetitionPenalty *float64
-	TopK                                       *int
-}
+// SamplingDefaults are sampling settings a request gets where it does not set them, by the
+// names of engine.SamplingParams (a name not set: the parameter's ServerDefault, OpenAI's).
+type SamplingDefaults map[string]float64
 
 // Server serves one engine. See the package comment.
 type Server struct {

@@ -42,8 +42,11 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 		return nil, nil, modelNotFound(f.Model, s.name)
 	}
 	rq := &request{n: 1, stream: f.Stream, maxParam: maxParam, params: map[string]string{"max_tokens": maxParam}}
-	s.cfg.Defaults.apply(f)
-	o := &engine.GenerateOptions{IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens,
+	sampling, err := s.sampling(f.params)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &engine.GenerateOptions{Sampling: sampling, IgnoreEOS: f.IgnoreEOS, StopTokenIDs: f.StopTokenIDs, TruncatePromptTokens: f.TruncatePromptTokens,
 		MinTokens: f.MinTokens, IncludeStopStr: f.IncludeStopStrInOutput,
 		KeepSpecialTokens:    f.SkipSpecialTokens != nil && !*f.SkipSpecialTokens,
 		NoSpecialTokenSpaces: f.SpacesBetweenSpecialTokens != nil && !*f.SpacesBetweenSpecialTokens}
@@ -67,25 +70,6 @@ func (s *Server) options(f *samplingFields, maxTokens *int, maxParam string) (*r
 	}
 	if err := scoreOptions(o, f.PromptLogprobs, f.Stream); err != nil {
 		return nil, nil, err
-	}
-	o.Temperature = 1 // OpenAI's default
-	floats := []struct {
-		v   *float64
-		dst *float32
-	}{
-		{f.Temperature, &o.Temperature}, {f.TopP, &o.TopP}, {f.MinP, &o.MinP}, {f.PresencePenalty, &o.PresencePenalty},
-		{f.FrequencyPenalty, &o.FrequencyPenalty}, {f.RepetitionPenalty, &o.RepetitionPenalty},
-	}
-	for _, fl := range floats {
-		if fl.v != nil {
-			*fl.dst = float32(*fl.v)
-		}
-	}
-	if f.TopP != nil {
-		o.TopP = engine.APITopP(o.TopP)
-	}
-	if f.TopK != nil {
-		o.TopK = *f.TopK
 	}
 	if f.Seed != nil {
 		o.Seed = uint64(*f.Seed)

@@ -16,26 +16,22 @@ import (
 
 // samplingFields are the generation settings chat and completions requests share.
 type samplingFields struct {
-	Model            string             `json:"model"`
-	MaxTokens        *int               `json:"max_tokens"`
-	Temperature      *float64           `json:"temperature"`
-	TopP             *float64           `json:"top_p"`
-	N                *int               `json:"n"`
-	Stream           bool               `json:"stream"`
-	StreamOptions    *streamOptions     `json:"stream_options"`
-	Stop             *stopField         `json:"stop"`
-	Seed             *int64             `json:"seed"`
-	PresencePenalty  *float64           `json:"presence_penalty"`
-	FrequencyPenalty *float64           `json:"frequency_penalty"`
-	LogitBias        map[string]float64 `json:"logit_bias"`
-	User             string             `json:"user"` // accepted and ignored, as vLLM does
+	Model         string             `json:"model"`
+	MaxTokens     *int               `json:"max_tokens"`
+	N             *int               `json:"n"`
+	Stream        bool               `json:"stream"`
+	StreamOptions *streamOptions     `json:"stream_options"`
+	Stop          *stopField         `json:"stop"`
+	Seed          *int64             `json:"seed"`
+	LogitBias     map[string]float64 `json:"logit_bias"`
+	User          string             `json:"user"` // accepted and ignored, as vLLM does
+	// The scalar sampling parameters, OpenAI's and vLLM's (engine.SamplingParams), read from
+	// the body by name (params.go).
+	params samplingParams
 	// vLLM's extensions.
-	TopK              *int     `json:"top_k"`
-	MinP              *float64 `json:"min_p"`
-	RepetitionPenalty *float64 `json:"repetition_penalty"`
-	IgnoreEOS         bool     `json:"ignore_eos"`
-	StopTokenIDs      []int    `json:"stop_token_ids"`
-	MinTokens         int      `json:"min_tokens"`
+	IgnoreEOS    bool  `json:"ignore_eos"`
+	StopTokenIDs []int `json:"stop_token_ids"`
+	MinTokens    int   `json:"min_tokens"`
 	// IncludeStopStrInOutput keeps the stop string that ended a choice in its text.
 	IncludeStopStrInOutput bool `json:"include_stop_str_in_output"`
 	// SkipSpecialTokens (default true) leaves special tokens out of the text;
@@ -64,6 +60,8 @@ type samplingFields struct {
 	GuidedDecodingBackend   json.RawMessage `json:"guided_decoding_backend"`
 	GuidedWhitespacePattern json.RawMessage `json:"guided_whitespace_pattern"`
 }
+
+func (f *samplingFields) samplingParams() *samplingParams { return &f.params }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`

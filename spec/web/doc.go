@@ -32,8 +32,9 @@
 //	console.log(engine.result.mean_acceptance_length);         // and tokens, timings, accepted per position
 //	await engine.close();                                       // frees the GPU memory
 //
-// generate's options are vLLM's sampling names (max_tokens 256, temperature 0, top_p, top_k,
-// min_p, seed, stop, ignore_eos, the penalties, speculative: {num_speculative_tokens (0:
+// generate's options are vLLM's names: max_tokens 256, the sampling parameters of
+// engine.SamplingParams at `wspec generate`'s defaults (temperature 0), seed, stop,
+// ignore_eos, speculative: {num_speculative_tokens (0:
 // none), fixed} as wspec serve takes it, structured_outputs: {json | regex | choice | grammar | json_object} as vLLM
 // spells it; GenerateRequest), signal (an AbortSignal) and onStep (each step's rows,
 // drafts and accepted drafts); an unknown name or a value out of range rejects with the

@@ -9,20 +9,13 @@ import (
 	"github.com/wspec/wspec/spec/grammar"
 )
 
-// GenerateRequest is generate()'s options, with the names of vLLM's sampling parameters. The
-// defaults are `wspec generate`'s: greedy, 256 tokens at most, seed 0.
+// GenerateRequest is generate()'s options besides the sampling parameters, with vLLM's
+// names. The defaults are `wspec generate`'s: greedy, 256 tokens at most, seed 0.
 type GenerateRequest struct {
-	MaxTokens         *int     `json:"max_tokens"`
-	Temperature       float32  `json:"temperature"`
-	TopP              *float32 `json:"top_p"`
-	TopK              int      `json:"top_k"`
-	MinP              float32  `json:"min_p"`
-	Seed              uint64   `json:"seed"`
-	Stop              []string `json:"stop"`
-	IgnoreEOS         bool     `json:"ignore_eos"`
-	PresencePenalty   float32  `json:"presence_penalty"`
-	FrequencyPenalty  float32  `json:"frequency_penalty"`
-	RepetitionPenalty *float32 `json:"repetition_penalty"`
+	MaxTokens *int     `json:"max_tokens"`
+	Seed      uint64   `json:"seed"`
+	Stop      []string `json:"stop"`
+	IgnoreEOS bool     `json:"ignore_eos"`
 	// Speculative is the server's per-request "speculative": num_speculative_tokens 0 turns
 	// speculation off, 1..15 caps the drafts a step; fixed drafts that many every step,
 	// paying or not.
@@ -36,26 +29,42 @@ type GenerateRequest struct {
 }
 
 // generateOptions reads generate()'s options JSON (unknown names are errors) into the engine's
-// options, validated as the engine validates them.
+// options, validated as the engine validates them: GenerateRequest's fields and the sampling
+// parameters of engine.SamplingParams (temperature, top_p, ...; each a number or null, at its
+// Default when absent).
 func generateOptions(s string) (engine.GenerateOptions, error) {
-	var r GenerateRequest
-	if err := strictJSON(s, &r); err != nil {
-		return engine.GenerateOptions{}, fmt.Errorf("generate options: %w", err)
+	o := engine.GenerateOptions{MaxTokens: 256, Sampling: engine.DefaultSampling()}
+	var all map[string]json.RawMessage
+	if err := strictJSON(s, &all); err != nil {
+		return o, fmt.Errorf("generate options: %w", err)
 	}
-	o := engine.GenerateOptions{MaxTokens: 256, Stop: r.Stop, IgnoreEOS: r.IgnoreEOS,
-		Sampling: engine.Sampling{Temperature: r.Temperature, TopP: 1, TopK: r.TopK, MinP: r.MinP, Seed: r.Seed,
-			PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, RepetitionPenalty: 1}}
+	rest := map[string]json.RawMessage{}
+	for name, raw := range all {
+		p := engine.SamplingParamNamed(name)
+		if p == nil {
+			rest[name] = raw
+			continue
+		}
+		var v *float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return o, fmt.Errorf("generate options: %s: want a number, got %s", name, raw)
+		}
+		if v != nil {
+			if err := p.Set(&o.Sampling, *v); err != nil {
+				return o, err
+			}
+		}
+	}
+	var r GenerateRequest
+	if err := strictJSON(objectOf(rest), &r); err != nil {
+		return o, fmt.Errorf("generate options: %w", err)
+	}
+	o.Stop, o.IgnoreEOS, o.Seed = r.Stop, r.IgnoreEOS, r.Seed
 	if r.MaxTokens != nil {
 		o.MaxTokens = *r.MaxTokens
 	}
-	if r.TopP != nil {
-		o.TopP = engine.APITopP(*r.TopP)
-	}
 	if sp := r.Speculative; sp != nil {
 		o.Speculate(sp.NumSpeculativeTokens, sp.Fixed)
-	}
-	if r.RepetitionPenalty != nil {
-		o.RepetitionPenalty = *r.RepetitionPenalty
 	}
 	if r.StructuredOutputs != nil {
 		specs, err := r.StructuredOutputs.Specs()
@@ -69,6 +78,24 @@ func generateOptions(s string) (engine.GenerateOptions, error) {
 		}
 	}
 	return o, o.Validate(0)
+}
+
+// objectOf writes fields as a JSON object, each value's bytes as they are (a schema's text
+// is kept as written).
+func objectOf(fields map[string]json.RawMessage) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for k, v := range fields {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // strictJSON decodes s into v, refusing unknown names and trailing data; "" is {}.

@@ -5,6 +5,7 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +54,26 @@ func TestGenerateOptions(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", in, err, want)
 		} else if strings.Contains(in, "-1") && !errors.As(err, &inv) {
 			t.Errorf("%s: %v is not the engine's InvalidError", in, err)
+		}
+	}
+}
+
+// Each of engine.SamplingParams is a generate() option by its name; a string is an error
+// naming it, null its default.
+func TestGenerateSamplingParams(t *testing.T) {
+	for i := range engine.SamplingParams {
+		p := &engine.SamplingParams[i]
+		o, err := generateOptions(fmt.Sprintf(`{%q: %v}`, p.Name, p.Example))
+		want := engine.DefaultSampling()
+		p.Set(&want, p.Example)
+		if err != nil || fmt.Sprint(o.Sampling) != fmt.Sprint(want) {
+			t.Errorf("%s %v: %+v, want %+v (%v)", p.Name, p.Example, o.Sampling, want, err)
+		}
+		if o, err := generateOptions(fmt.Sprintf(`{%q: null}`, p.Name)); err != nil || fmt.Sprint(o.Sampling) != fmt.Sprint(engine.DefaultSampling()) {
+			t.Errorf("%s null: %+v (%v)", p.Name, o.Sampling, err)
+		}
+		if _, err := generateOptions(fmt.Sprintf(`{%q: "x"}`, p.Name)); err == nil || !strings.Contains(err.Error(), p.Name) {
+			t.Errorf("%s \"x\": %v", p.Name, err)
 		}
 	}
 }

@@ -160,8 +160,8 @@ export class Engine {
   }
 
   // generate yields the text after prompt as it is generated. Options by vLLM's names
-  // (max_tokens 256, temperature 0, top_p, top_k, min_p, seed, stop, ignore_eos, the
-  // penalties, speculative: {num_speculative_tokens (0: none), fixed: draft k tokens every
+  // (max_tokens 256, the sampling parameters `wspec generate --help` lists, greedy by default,
+  // seed, stop, ignore_eos, speculative: {num_speculative_tokens (0: none), fixed: draft k tokens every
   // step rather than as far as drafts pay}, as the server takes it); onStep(step) is told each step's
   // rows, drafts and accepted drafts; signal (an AbortSignal) stops it.
   async *generate(prompt, options = {}) {
