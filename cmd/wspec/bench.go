@@ -28,18 +28,22 @@ func runBench(args []string) error {
 	temps := fs.String("temperatures", "0,0.8", "with --prompts: sampling temperatures (0: greedy)")
 	oneHot := fs.Bool("one-hot", false, "with --prompts: at temperatures above 0, each k again with the drafter proposing its argmax one-hot (the baseline of a sampling drafter)")
 	verify := fs.String("verify-ks", "", "also time target steps that verify each of these draft counts (e.g. 1,2,4,8,15) against a plain decode step: what a verified row costs on this adapter")
+	chatFlag := fs.Bool("chat", false, "with --prompts: send each prompt as a user's message in the model's chat template")
 	svgOut := fs.String("svg", "", "with --prompts: write a plot of speed-up and acceptance length against k here")
 	sb := addServeBenchFlags(fs)
 	jsonOut := sb.json
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *chatFlag && *prompts == "" {
+		return fmt.Errorf("--chat renders the prompts of --prompts: give --prompts")
+	}
 	if *prompts != "" {
 		if fs.Changed("speculative-mode") || fs.Changed("speculative-config") || fs.Changed("num-speculative-tokens") {
 			return fmt.Errorf("with --prompts the drafters are --drafters and the draft lengths --ks (not --speculative-mode, --speculative-config or -k)")
 		}
 		b, err := newSpecBench(specBenchFlags{model: *modelDir, adapter: *adapter, dtype: *dtype, draftModel: *sf.draft,
-			prompts: *prompts, maxPrompts: *maxPrompts, drafters: *drafters, ks: *ks, temps: *temps, tokens: *tokens, oneHot: *oneHot})
+			prompts: *prompts, maxPrompts: *maxPrompts, drafters: *drafters, ks: *ks, temps: *temps, tokens: *tokens, oneHot: *oneHot, chat: *chatFlag})
 		if err != nil {
 			return err
 		}

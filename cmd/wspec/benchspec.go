@@ -14,6 +14,7 @@ import (
 
 	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/spec/engine"
+	"github.com/wspec/wspec/weights/chat"
 )
 
 // specBench is `wspec bench --prompts FILE`: each drafter, at each k and adaptive, at each
@@ -30,6 +31,7 @@ type specBench struct {
 	maxK                  int // the engine's most drafts: the largest k or adaptiveMax
 	temps                 []float32
 	oneHot                bool // at T > 0, each k again with one-hot drafts
+	chat                  bool // each prompt is a user's message in the model's chat template
 	tokens                int
 	log                   func(string)
 }
@@ -81,13 +83,13 @@ type specBenchFlags struct {
 	maxPrompts                        int
 	drafters, ks, temps               string
 	tokens                            int
-	oneHot                            bool
+	oneHot, chat                      bool
 }
 
 // newSpecBench checks the flags of a drafter benchmark.
 func newSpecBench(f specBenchFlags) (*specBench, error) {
 	model, adapter, dtype, promptFile, maxPrompts, drafters, ks, temps, tokens := f.model, f.adapter, f.dtype, f.prompts, f.maxPrompts, f.drafters, f.ks, f.temps, f.tokens
-	b := &specBench{model: model, adapter: adapter, dtype: dtype, draftModel: f.draftModel, tokens: tokens, oneHot: f.oneHot, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
+	b := &specBench{model: model, adapter: adapter, dtype: dtype, draftModel: f.draftModel, tokens: tokens, oneHot: f.oneHot, chat: f.chat, log: func(s string) { fmt.Fprintln(os.Stderr, s) }}
 	switch {
 	case tokens < 1:
 		return nil, fmt.Errorf("--tokens %d: want at least 1", tokens)
@@ -215,6 +217,12 @@ func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", d, err)
 		}
+		if b.chat {
+			if err := b.renderChat(e); err != nil {
+				e.Close()
+				return rows, err
+			}
+		}
 		r, err := b.drafter(ctx, e, d)
 		e.Close()
 		rows = append(rows, r...)
@@ -223,6 +231,23 @@ func (b *specBench) run(ctx context.Context) ([]specBenchRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// renderChat turns the prompts, once, into user's messages in the model's chat template (the
+// one `wspec serve` uses).
+func (b *specBench) renderChat(e *engine.Engine) error {
+	info := e.Info()
+	tpl, err := chat.ForModel(info.Dir, info.ChatTemplate, "", e.Tokenizer())
+	if err != nil {
+		return err
+	}
+	for i, p := range b.prompts {
+		if b.prompts[i], err = tpl.UserPrompt(p); err != nil {
+			return fmt.Errorf("--chat: prompt %d: %w", i+1, err)
+		}
+	}
+	b.chat = false
+	return nil
 }
 
 // drafter runs one engine's grid: for each temperature and prompt, plain, then each arm

@@ -11,12 +11,12 @@ import (
 
 // Target is the model drafters are distilled from, on the CPU.
 type Target struct {
-	Dir     string // a Hugging Face folder or a GGUF file
-	W       *weights.LlamaWeights
-	M       *Llama
-	ID      weights.TargetID // what the drafters' configs record
-	Tok     *tokenizer.Tokenizer
-	chatSrc string // the chat template, as `wspec serve` finds it
+	Dir  string // a Hugging Face folder or a GGUF file
+	W    *weights.LlamaWeights
+	M    *Llama
+	ID   weights.TargetID // what the drafters' configs record
+	Tok  *tokenizer.Tokenizer
+	chat *chat.Template // the chat template, as `wspec serve` finds it
 }
 
 // LoadTarget reads the target model at path, a folder or a GGUF file (whose quantized
@@ -35,13 +35,11 @@ func LoadTarget(path string) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := mod.ChatTemplate // a GGUF file's; else the folder's, or the server's default
-	if src == "" {
-		if src, _, err = chat.Load(path, ""); err != nil {
-			return nil, err
-		}
+	tpl, err := chat.ForModel(path, mod.ChatTemplate, "", mod.Tokenizer)
+	if err != nil {
+		return nil, err
 	}
-	return &Target{Dir: path, W: w, M: m, ID: weights.TargetIDOfWeights(filepath.Base(path), w), Tok: mod.Tokenizer, chatSrc: src}, nil
+	return &Target{Dir: path, W: w, M: m, ID: weights.TargetIDOfWeights(filepath.Base(path), w), Tok: mod.Tokenizer, chat: tpl}, nil
 }
 
 // Encode tokenizes prompts as the engine does (BOS first when the tokenizer adds one).
@@ -56,20 +54,10 @@ func (t *Target) Encode(prompts []string) [][]int {
 // ChatPrompts renders each prompt as a user's message in the model's own chat template,
 // ending where the assistant's reply begins, as the server renders a chat request.
 func (t *Target) ChatPrompts(prompts []string) ([]string, error) {
-	bos, eos := "", ""
-	if id := t.Tok.BOS(); id >= 0 {
-		bos = t.Tok.Piece(id)
-	}
-	if ids := t.Tok.EOS(); len(ids) > 0 {
-		eos = t.Tok.Piece(ids[0])
-	}
-	tpl, err := chat.New(t.chatSrc, t.Dir, bos, eos, t.Tok.AddBOS())
-	if err != nil {
-		return nil, err
-	}
 	out := make([]string, len(prompts))
 	for i, p := range prompts {
-		if out[i], err = tpl.Render(chat.Input{Messages: []chat.Message{{Role: "user", Content: p}}, AddGenerationPrompt: true}); err != nil {
+		var err error
+		if out[i], err = t.chat.UserPrompt(p); err != nil {
 			return nil, fmt.Errorf("distill: prompt %d: %w", i+1, err)
 		}
 	}

@@ -137,20 +137,6 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 		return nil, fmt.Errorf("max logprobs %d: want 0..%d", c.MaxLogprobs, engine.MaxTopLogprobs)
 	}
 	s.hardStop, s.stopAll = context.WithCancel(context.Background())
-	src, origin, err := info.ChatTemplate, "the GGUF file's tokenizer.chat_template", error(nil)
-	if c.ChatTemplate != "" || info.ChatTemplate == "" {
-		src, origin, err = chat.Load(info.Dir, c.ChatTemplate)
-	}
-	if err != nil {
-		return nil, err
-	}
-	bos, eos := "", ""
-	if id := tok.BOS(); id >= 0 {
-		bos = tok.Piece(id)
-	}
-	if ids := tok.EOS(); len(ids) > 0 {
-		eos = tok.Piece(ids[0])
-	}
 	if c.ToolCallParser != "" && !toolcall.Valid(c.ToolCallParser) {
 		return nil, fmt.Errorf("tool call parser %q: want one of %s", c.ToolCallParser, strings.Join(toolcall.Parsers(), ", "))
 	}
@@ -160,7 +146,8 @@ func New(e *engine.Engine, c Config) (*Server, error) {
 	if c.ReasoningParser != "" && !reasoning.Valid(c.ReasoningParser) {
 		return nil, fmt.Errorf("reasoning parser %q: want one of %s", c.ReasoningParser, strings.Join(reasoning.Parsers(), ", "))
 	}
-	if s.tpl, err = chat.New(src, origin, bos, eos, tok.AddBOS()); err != nil {
+	var err error
+	if s.tpl, err = chat.ForModel(info.Dir, info.ChatTemplate, c.ChatTemplate, tok); err != nil {
 		return nil, err
 	}
 	s.metrics.watch(e)
