@@ -1,6 +1,9 @@
 package engine
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // SamplingParam declares one of the scalar sampling parameters every entry point takes by
 // the same name: the OpenAI-compatible server (chat, completions, the Responses API's
@@ -77,15 +80,7 @@ func within(lo, hi float64) func(float64, int) bool {
 }
 
 // FlagName is the parameter's command-line flag.
-func (p *SamplingParam) FlagName() string {
-	b := []byte(p.Name)
-	for i, c := range b {
-		if c == '_' {
-			b[i] = '-'
-		}
-	}
-	return string(b)
-}
+func (p *SamplingParam) FlagName() string { return strings.ReplaceAll(p.Name, "_", "-") }
 
 // Set stores v, a value as the APIs spell it, into s. It checks only the type: an integer
 // parameter given a fraction is an error naming it; the range is Validate's.
