@@ -93,6 +93,12 @@ type Method interface {
 type Needs struct {
 	AuxLayers []int // the target layers whose entering residual stream it reads (EAGLE-3)
 	Features  bool  // it reads the target's feature slots (EAGLE, EAGLE-3, Medusa)
+	// KVWidth is the values a token takes in the drafter's widest KV cache binding (one
+	// layer's K or V; 0: it has no cache), in float32 when KVF32 (else in the target's KV
+	// type). Its cache mirrors the target's pages, so the memory plan bounds those for it
+	// to fit one storage binding too.
+	KVWidth int
+	KVF32   bool
 }
 
 // Checkpoint is a drafter's checkpoint read into host memory and checked against the

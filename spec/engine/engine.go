@@ -221,7 +221,11 @@ func Load(dir string, o Options) (*Engine, error) {
 	}
 	e.dtype = wt.String()
 	maxSeqs := cmp.Or(o.MaxNumSeqs, model.DefaultMaxSeqs)
-	plan, kvType, err := planMemory(cfg, wm.Source, wt, e.dev, o, maxSeqs, max(model.DefaultMaxDraft, e.k))
+	var needs spec.Needs
+	if dck != nil {
+		needs = dck.Needs()
+	}
+	plan, kvType, err := planMemory(cfg, wm.Source, wt, e.dev, o, maxSeqs, max(model.DefaultMaxDraft, e.k), needs)
 	if err != nil {
 		e.release()
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wspec/wspec/runtime"
 	"github.com/wspec/wspec/runtime/model"
+	"github.com/wspec/wspec/spec"
 	"github.com/wspec/wspec/weights"
 	"github.com/wspec/wspec/wgsl"
 )
@@ -46,6 +47,7 @@ type MemoryPlan struct {
 	KVDType          string // f32 or f16
 	KVBytesPerToken  int64  // every layer's K and V of one token
 	KVBudget         int64  // bytes for the KV cache, before the binding limit
+	DrafterBound     bool   // the drafter's KV cache binding bounded the pages
 	KVBytes          int64  // the KV cache allocated: Pages x PageSize x KVBytesPerToken
 	Pages, PageSize  int
 	ModelMaxLen      int    // the model's context (config.json)
@@ -68,8 +70,10 @@ func (p MemoryPlan) String() string {
 }
 
 // planMemory sizes the KV cache of a model of configuration cfg with weights of type wt (those
-// src keeps quantized in their own) on d, for the options (validated here: memory flags, max_model_len, KV dtype).
-func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightType, d *runtime.Device, o Options, maxSeqs, maxDraft int) (MemoryPlan, wgsl.WeightType, error) {
+// src keeps quantized in their own) on d, for the options (validated here: memory flags,
+// max_model_len, KV dtype), beside a drafter that needs drafter (its KV cache mirrors the
+// target's pages and must fit a storage binding too).
+func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightType, d *runtime.Device, o Options, maxSeqs, maxDraft int, drafter spec.Needs) (MemoryPlan, wgsl.WeightType, error) {
 	p := MemoryPlan{PageSize: pageSize, ModelMaxLen: cfg.MaxSeq}
 	kvType, err := kvDType(o.KVCacheDType, wt, d)
 	if err != nil {
@@ -120,9 +124,20 @@ func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightTyp
 	// More than every sequence's full context is of no use but to the prefix cache.
 	p.KVBudget = min(p.KVBudget, int64(maxSeqs)*int64(want+maxDraft+pageSize)*p.KVBytesPerToken)
 	tokens := p.KVBudget / p.KVBytesPerToken
-	// One layer's K (or V) is one storage binding and one buffer.
+	// One layer's K (or V) is one storage binding and one buffer; so is the drafter's, which
+	// holds as many tokens and up to a few pages a sequence more (its drafts).
 	limit := min(d.Limits.MaxStorageBufferBindingSize, d.Limits.MaxBufferSize)
 	bound := int64(limit) / perLayer
+	if drafter.KVWidth > 0 {
+		t := kvType
+		if drafter.KVF32 {
+			t = wgsl.F32
+		}
+		extra := int64(maxSeqs) * int64(pageSize) * int64(2+(maxDraft+pageSize-1)/pageSize)
+		if db := int64(limit)/int64(model.KVBytesPerToken(drafter.KVWidth, t)) - extra; db < bound {
+			bound, p.DrafterBound = max(db, 0), true
+		}
+	}
 	if bound < tokens {
 		tokens = bound
 	}
@@ -152,6 +167,9 @@ func planMemory(cfg *weights.Config, src weights.TensorSource, wt wgsl.WeightTyp
 // budgetReason says what bounded the KV cache.
 func (p MemoryPlan) budgetReason(bound, tokens int64) string {
 	if tokens == bound && bound < p.KVBudget/p.KVBytesPerToken {
+		if p.DrafterBound {
+			return fmt.Sprintf("the drafter's K cache is one storage binding, at most %d tokens on this adapter", bound)
+		}
 		return fmt.Sprintf("one layer's K cache is one storage binding, at most %d tokens on this adapter", bound)
 	}
 	return fmt.Sprintf("the KV budget is %s", gibs(p.KVBudget))

@@ -19,7 +19,7 @@ import (
 func TestMemoryPlan(t *testing.T) {
 	d := testDevice(t)
 	cfg := synth.Shapes["llama-3.2-1b"]
-	p, kv, err := planMemory(&cfg, nil, wgsl.F16, d, Options{}, 16, 8)
+	p, kv, err := planMemory(&cfg, nil, wgsl.F16, d, Options{}, 16, 8, spec.Needs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,22 +32,31 @@ func TestMemoryPlan(t *testing.T) {
 	if p.MaxModelLen > cfg.MaxSeq || p.MaxModelLen+8+1 > p.Pages*16 || (p.MaxModelLen < cfg.MaxSeq) != (p.Note != "") {
 		t.Fatalf("max_model_len %d with %d pages (note %q)", p.MaxModelLen, p.Pages, p.Note)
 	}
-	f32, _, err := planMemory(&cfg, nil, wgsl.F32, d, Options{}, 16, 8)
+	// An EAGLE-3 head with a key/value head per query head, its cache in float32: four times
+	// the target's K row in f16 here. Its cache mirrors the pages and must fit a binding too.
+	head := spec.Needs{Features: true, KVWidth: cfg.NHeads * cfg.HeadDim, KVF32: true}
+	withHead, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{}, 16, 8, head)
+	headRow := int64(4 * head.KVWidth)
+	if err != nil || int64(withHead.Pages*16+16*16*3)*headRow > limit || withHead.Pages >= p.Pages ||
+		!strings.Contains(withHead.Note, "the drafter's K cache") {
+		t.Fatalf("with an EAGLE-3 head: %d pages (%d without), note %q, %v: its cache over the binding limit %d", withHead.Pages, p.Pages, withHead.Note, err, limit)
+	}
+	f32, _, err := planMemory(&cfg, nil, wgsl.F32, d, Options{}, 16, 8, spec.Needs{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f32.KVBytesPerToken != 2*p.KVBytesPerToken {
 		t.Errorf("f32 KV %d bytes a token, f16 %d", f32.KVBytesPerToken, p.KVBytesPerToken)
 	}
-	small, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{KVCacheMemory: 64 << 20}, 16, 8)
+	small, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{KVCacheMemory: 64 << 20}, 16, 8, spec.Needs{})
 	if err != nil || small.KVBytes > 64<<20 || small.MaxModelLen >= p.MaxModelLen || !strings.Contains(small.Note, "KV budget") {
 		t.Errorf("a 64 MiB KV budget: %+v, %v", small, err)
 	}
-	if _, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{KVCacheMemory: 64 << 20, MaxModelLen: 100000}, 16, 8); !errors.Is(err, ErrNoMemory) ||
+	if _, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{KVCacheMemory: 64 << 20, MaxModelLen: 100000}, 16, 8, spec.Needs{}); !errors.Is(err, ErrNoMemory) ||
 		!strings.Contains(err.Error(), "max_model_len 100000") {
 		t.Errorf("a context that does not fit, asked for: %v", err)
 	}
-	if _, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{KVCacheMemory: 1 << 10}, 16, 8); !errors.Is(err, ErrNoMemory) {
+	if _, _, err := planMemory(&cfg, nil, wgsl.F16, d, Options{KVCacheMemory: 1 << 10}, 16, 8, spec.Needs{}); !errors.Is(err, ErrNoMemory) {
 		t.Errorf("1 KiB of KV cache: %v", err)
 	}
 	for name, o := range map[string]Options{
@@ -57,13 +66,13 @@ func TestMemoryPlan(t *testing.T) {
 		"kv_cache_dtype":         {KVCacheDType: "f8"},
 	} {
 		var ie *InvalidError
-		if _, _, err := planMemory(&cfg, nil, wgsl.F16, d, o, 16, 8); !errors.As(err, &ie) || ie.Param != name {
+		if _, _, err := planMemory(&cfg, nil, wgsl.F16, d, o, 16, 8, spec.Needs{}); !errors.As(err, &ie) || ie.Param != name {
 			t.Errorf("%s out of range: %v", name, err)
 		}
 	}
 	// An 8B model on a device of less memory than its weights is refused, with the numbers.
 	big := synth.Shapes["llama-3.1-8b"]
-	if p, _, err := planMemory(&big, nil, wgsl.F32, d, Options{GPUMemoryUtilization: 0.01}, 16, 8); !errors.Is(err, ErrNoMemory) ||
+	if p, _, err := planMemory(&big, nil, wgsl.F32, d, Options{GPUMemoryUtilization: 0.01}, 16, 8, spec.Needs{}); !errors.Is(err, ErrNoMemory) ||
 		!strings.Contains(err.Error(), "weights take") {
 		t.Errorf("an 8B model in 1%% of the device: %+v, %v", p, err)
 	}

@@ -28,14 +28,17 @@ func init() {
 		if c.Vocab != target.Vocab {
 			return nil, fmt.Errorf("%w: %s has a vocabulary of %d tokens, the target %d", ErrVocabMismatch, cfg.Model, c.Vocab, target.Vocab)
 		}
-		return draftCheckpoint{path: cfg.Model}, nil
+		return draftCheckpoint{path: cfg.Model, kvWidth: c.NKVHeads * c.HeadDim}, nil
 	})
 }
 
 // draftCheckpoint is a draft model not yet opened: its weights are read when it loads.
-type draftCheckpoint struct{ path string }
+type draftCheckpoint struct {
+	path    string
+	kvWidth int // one layer's K (or V) values a token
+}
 
-func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{} }
+func (c draftCheckpoint) Needs() spec.Needs { return spec.Needs{KVWidth: c.kvWidth} }
 
 // Load streams the draft model to the target's device (its float matrices in the target's
 // weight type, quantized GGUF ones as they are, its KV cache in the target's KV type), with a

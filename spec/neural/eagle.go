@@ -43,7 +43,7 @@ func openEagle(kind, dir string, target *weights.Config) (*eagleCheckpoint, erro
 }
 
 func (c *eagleCheckpoint) Needs() spec.Needs {
-	return spec.Needs{AuxLayers: c.aux, Features: true}
+	return spec.Needs{AuxLayers: c.aux, Features: true, KVWidth: c.w.Cfg.NKVHeads * c.w.Cfg.HeadDim, KVF32: true}
 }
 
 // Load uploads the head next to target, which must have been made with Needs().
