@@ -111,6 +111,8 @@ func Generate(t *Llama, id weights.TargetID, prompts [][]int, o GenOptions) (*Da
 		return nil, fmt.Errorf("distill: temperature %v (want a finite value > 0)", o.Temperature)
 	case !(o.TopP > 0 && o.TopP <= 1):
 		return nil, fmt.Errorf("distill: top-p %v (want (0, 1])", o.TopP)
+	case c.Vocab > 1<<16:
+		return nil, fmt.Errorf("distill: %w: a vocabulary of %d tokens (a dataset keeps token ids in 16 bits: at most 65536)", weights.ErrUnsupported, c.Vocab)
 	case o.K < 1 || o.K > c.Vocab:
 		return nil, fmt.Errorf("distill: %d teacher probabilities per position (want 1..%d)", o.K, c.Vocab)
 	case o.Batch < 1 || o.MaxLen < 2:

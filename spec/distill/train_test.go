@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -83,5 +84,15 @@ func TestGenerateRefusesBadOptions(t *testing.T) {
 	}
 	if d, err := Generate(m, id, prompts, GenOptions{Greedy: 1, Sampled: 1, MaxLen: 8, K: 4}); err != nil || d.Seqs() != 2 {
 		t.Errorf("good options: %v", err)
+	}
+	// A vocabulary past 16-bit ids (Llama 3's, Qwen's) is refused, not truncated.
+	big := cfg
+	big.Vocab = 1<<16 + 1
+	bm, err := NewLlama(ref.RandomLlama(big, 3), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Generate(bm, id, prompts, GenOptions{Greedy: 1, MaxLen: 8, K: 4}); !errors.Is(err, weights.ErrUnsupported) {
+		t.Errorf("a vocabulary of %d: %v, want ErrUnsupported", big.Vocab, err)
 	}
 }
