@@ -45,6 +45,10 @@ func ReadGenerationConfig(dir string) (SamplingDefaults, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return d, fmt.Errorf("%s: %s: want a number, got %s", path, p.Name, raw)
 		}
+		var scratch engine.Sampling // Set refuses a fraction for an integer
+		if err := p.Set(&scratch, v); err != nil {
+			return d, fmt.Errorf("%s: %w", path, err)
+		}
 		if err := p.Check(v, 0); err != nil {
 			return d, fmt.Errorf("%s: %w", path, err)
 		}

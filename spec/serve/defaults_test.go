@@ -43,6 +43,10 @@ func TestGenerationConfigDefaults(t *testing.T) {
 	if d, err := ReadGenerationConfig(dir); err != nil || d["temperature"] != 0 {
 		t.Errorf("do_sample false: %v %v", d, err)
 	}
+	write(`{"top_k": 20.5}`)
+	if _, err := ReadGenerationConfig(dir); err == nil || !strings.Contains(err.Error(), "top_k") {
+		t.Errorf("top_k 20.5: %v", err)
+	}
 	write(`{"top_p": 1.5}`)
 	if _, err := ReadGenerationConfig(dir); err == nil || !strings.Contains(err.Error(), "top_p 1.5") {
 		t.Errorf("top_p 1.5: %v", err)
