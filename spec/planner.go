@@ -7,8 +7,9 @@ package spec
 // and busy steps, the plan stays within 5% of the best fixed draft length and 3% of plain
 // decoding. docs/speculative.md ("The planner") tells how each was found.
 const (
-	// Memory is how many recent observations the planner's means weigh: a step's time, a
-	// drafter's call, a draft's outcome each fade by 1 - 1/Memory a step.
+	// Memory is how many recent observations the cost model's means weigh: a step's time and
+	// a drafter call's fade by 1 - 1/Memory with each later one (draft outcomes have their
+	// own, acceptanceMemory).
 	Memory = 20
 	// SeedDrafts is what the engine's acceptance across sequences is worth to a new sequence,
 	// in drafts at the first position.

@@ -17,8 +17,9 @@ const liftMin = 16
 const maxLifted = 50000
 
 // liftRepeats rewrites every rule's large repetitions of a prefix-free body (or one its maker
-// marked as splitting one way: JSON arrays' items) into calls of a rule holding the body (one rule per distinct body node). Nodes may be shared between rules,
-// so the rewrite copies what it changes and leaves the rest alone.
+// marked as splitting one way: JSON arrays' items) into calls of a rule holding the body (one
+// rule per distinct body node). Nodes may be shared between rules, so the rewrite copies what
+// it changes and leaves the rest alone.
 func (r *rules) liftRepeats() error {
 	lifted := map[*node]int{} // a body node's rule
 	seen := map[*node]*node{} // a node's rewrite
