@@ -14,8 +14,8 @@ type Metrics struct {
 	AcceptedPerPosition []int // index i: steps where draft i was accepted
 	DraftedPerPosition  []int // index i: steps that drafted at least i+1 tokens
 	// Where the time went: drafting (the sequence's share of the drafter's calls), and the
-	// target steps the sequence took part in (wall time, shared with the other sequences of a
-	// batched step).
+	// target steps that verified its drafts (Steps of them; wall time, shared with the other
+	// sequences of a batched step; its prompt's steps are not counted).
 	DraftTime, StepTime time.Duration
 }
 

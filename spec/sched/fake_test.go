@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/wspec/wspec/runtime/batch"
 	"github.com/wspec/wspec/runtime/kv"
@@ -19,7 +20,8 @@ type fakeTarget struct {
 	lim     batch.Limits
 	written map[int][]int // page -> the token in each of its slots
 	steps   int
-	rows    int // rows of all steps
+	rows    int           // rows of all steps
+	prefill time.Duration // how long a step that carries a prompt chunk takes
 }
 
 func newFakeTarget(pages, pageSize int) *fakeTarget {
@@ -51,6 +53,12 @@ func (t *fakeTarget) Step(steps []batch.SeqStep) ([]batch.StepOut, error) {
 		return nil, fmt.Errorf("%w: %d pages needed, %d free", kv.ErrPoolExhausted, need, t.pool.Free())
 	}
 	t.steps++
+	for _, st := range steps {
+		if len(st.Tokens) > st.NDraft+1 { // more rows than a verify step's: a prompt chunk
+			time.Sleep(t.prefill)
+			break
+		}
+	}
 	outs := make([]batch.StepOut, len(steps))
 	for i, st := range steps {
 		before := st.Seq.Len()
@@ -349,5 +357,24 @@ func TestChoicesPrefillOnce(t *testing.T) {
 		if prefill != want {
 			t.Errorf("prefix caching %v: %d prompt rows computed, want %d", caching, prefill, want)
 		}
+	}
+}
+
+// A result's StepTime is its verify steps' time: the steps that fed its prompt are left out,
+// so that StepTime/Steps is what a verify step took (wspec bench's step ms). The fake's
+// prompt chunks take 300 ms each and its verify steps no time to speak of.
+func TestStepTimeLeavesPromptOut(t *testing.T) {
+	target := newFakeTarget(64, 4)
+	target.prefill = 300 * time.Millisecond
+	prompt := make([]int, 40) // StepTokens 16: three chunks
+	for j := range prompt {
+		prompt[j] = j * 3 % 50
+	}
+	r := runFake(t, target, oracle{wrongAt: 2}, []*Request{{Ctx: context.Background(), Prompt: prompt, MaxNew: 12, K: 4}})[0]
+	if r.Err != nil || !slices.Equal(r.Tokens, want(prompt, 12)) {
+		t.Fatalf("tokens %v, error %v", r.Tokens, r.Err)
+	}
+	if m := r.Metrics; m.Steps == 0 || m.StepTime >= target.prefill {
+		t.Errorf("%d verify steps took %v in all: the prompt's steps (%v each) were counted", m.Steps, m.StepTime, target.prefill)
 	}
 }

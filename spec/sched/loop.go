@@ -201,7 +201,9 @@ func (s *Scheduler) step(waiting, running []*job) ([]*job, []*job) {
 		if i >= p.decoding {
 			info.PrefillRows += len(steps[i].Tokens)
 		}
-		j.res.Metrics.StepTime += took
+		if i < p.decoding { // a verify step's time; a prompt chunk's is not one
+			j.res.Metrics.StepTime += took
+		}
 		s.settle(j, steps[i], outs[i], &info)
 		if j.seq != nil { // its KV is final up to fed: the full pages join the prefix cache
 			j.seq.seq.Register(j.ctx[:j.seq.fed])
